@@ -1,0 +1,197 @@
+// Collector "port": per-port PMA counters from sysfs (counters/, legacy counters_ext/), port
+// and device attributes as gauges and _info series, the port's netdevs, and the attributes only
+// verbs knows (MTU, active width and speed).
+#include <memory>
+
+#include "collectors/port/port_counters.h"
+#include "exporter/collector.h"
+#include "sources/sysfs/infiniband_class.h"
+#include "sources/verbs/port_attributes.h"
+
+namespace rdma::collectors::port {
+namespace {
+
+using exporter::Labels;
+using exporter::MetricSink;
+using sysfs::ReadError;
+
+// Optional driver attributes simply do not exist on some drivers; that is not an error.
+template <class T>
+std::string text_or_empty(const sysfs::Result<T>& r) {
+  if constexpr (std::is_same_v<T, std::string>) return r.ok() ? r.value : std::string();
+  else return r.ok() ? r.value.name : std::string();
+}
+
+void report_unless_absent(exporter::ErrorReporter& errors, const sysfs::ReadError e, const std::string& path) {
+  if (e != ReadError::kNone && e != ReadError::kNotFound) errors.report_read(e, path);
+}
+
+class PortCollector final : public exporter::Collector {
+ public:
+  PortCollector(bool use_verbs) : use_verbs_(use_verbs) {}
+
+  void collect(const exporter::ScrapeContext& ctx, MetricSink& out) override {
+    for (const auto& dev : ctx.host.devices) {
+      collect_device(ctx, dev, out);
+      for (const auto& port : dev.ports) collect_port(ctx, dev, port, out);
+    }
+  }
+
+ private:
+  void collect_device(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev, MetricSink& out) {
+    auto a = sysfs::read_device_attributes(dev.path);
+    for (auto [name, err] : {std::pair{"node_type", a.node_type.error}, {"node_guid", a.node_guid.error},
+                             {"sys_image_guid", a.sys_image_guid.error}, {"fw_ver", a.fw_ver.error}})
+      if (err != ReadError::kNone) ctx.errors.report_read(err, dev.path + "/" + name);
+    for (auto [name, err] : {std::pair{"hca_type", a.hca_type.error}, {"hw_rev", a.hw_rev.error},
+                             {"board_id", a.board_id.error}, {"node_desc", a.node_desc.error}})
+      report_unless_absent(ctx.errors, err, dev.path + "/" + name);
+    out.info("rdma_device_info",
+             "RDMA device attributes: driver, node type, firmware, HCA type, board, GUIDs, node description. Always 1.",
+             {{"device", dev.name},
+              {"driver", dev.driver},
+              {"node_type", text_or_empty(a.node_type)},
+              {"fw_ver", text_or_empty(a.fw_ver)},
+              {"hca_type", text_or_empty(a.hca_type)},
+              {"hw_rev", text_or_empty(a.hw_rev)},
+              {"board_id", text_or_empty(a.board_id)},
+              {"node_guid", text_or_empty(a.node_guid)},
+              {"sys_image_guid", text_or_empty(a.sys_image_guid)},
+              {"node_desc", text_or_empty(a.node_desc)}});
+  }
+
+  void collect_port(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev, const model::PortModel& port,
+                    MetricSink& out) {
+    const Labels base{{"device", dev.name}, {"port", port.number_label}};
+    auto with = [&base](std::string k, std::string v) {
+      Labels l = base;
+      l.emplace_back(std::move(k), std::move(v));
+      return l;
+    };
+    out.info("rdma_port_info", "RDMA port: its link layer (InfiniBand, Ethernet or Unknown). Always 1.",
+             with("link_layer", std::string(model::link_layer_label(port.link_layer))));
+    for (const auto& nd : port.netdevs) {
+      Labels l = with("netdev", nd.name);
+      l.emplace_back("via", nd.via);
+      out.info("rdma_port_netdev_info",
+               "Network device behind an RDMA port; via tells how it was found (gid_attrs, device_net, parent). Always 1.",
+               std::move(l));
+    }
+
+    auto a = sysfs::read_port_attributes(port.path);
+    auto gauge_if = [&](const char* file, const char* name, const char* help, const auto& r, auto value_of) {
+      if (r.ok()) out.gauge(name, help, base, static_cast<double>(value_of(r.value)));
+      else report_unless_absent(ctx.errors, r.error, port.path + "/" + file);
+    };
+    auto id = [](const sysfs::EnumValue& e) { return e.id; };
+    auto same = [](std::uint64_t v) { return v; };
+    gauge_if("state", "rdma_port_state", "Logical port state: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER.", a.state, id);
+    gauge_if("phys_state", "rdma_port_physical_state",
+             "Physical port state: 1 Sleep, 2 Polling, 3 Disabled, 4 PortConfigurationTraining, 5 LinkUp, 6 LinkErrorRecovery, 7 PhyTest.",
+             a.phys_state, id);
+    gauge_if("rate", "rdma_port_rate_bytes_per_second", "Port data rate from the rate attribute, in bytes per second.",
+             a.rate, [](const sysfs::Rate& r) { return r.bytes_per_second; });
+    if (a.rate.ok() && a.rate.value.width > 0)
+      out.gauge("rdma_port_link_width_lanes", "Link width in lanes, from the rate attribute.", base, a.rate.value.width);
+    gauge_if("lid", "rdma_port_lid", "Local identifier of the port (0 on RoCE).", a.lid, same);
+    gauge_if("sm_lid", "rdma_port_sm_lid", "LID of the subnet manager the port is managed by (0 on RoCE).", a.sm_lid, same);
+    if (a.cap_mask.error != ReadError::kNone) report_unless_absent(ctx.errors, a.cap_mask.error, port.path + "/cap_mask");
+
+    collect_counters(ctx, dev, port, base, out);
+    if (use_verbs_) collect_verbs(dev, port, base, out);
+  }
+
+  void collect_counters(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev,
+                        const model::PortModel& port, const Labels& base, MetricSink& out) {
+    auto counters = sysfs::read_counter_dir(port.path + "/counters");
+    out.gauge("rdma_port_pma_counters_present",
+              "1 when the port has a PMA counters/ directory (rxe, irdma, efa and other drivers have none).", base,
+              counters.ok() ? 1.0 : 0.0);
+    if (!counters) {
+      report_unless_absent(ctx.errors, counters.error, port.path + "/counters");
+    } else {
+      bool has_unicast = false;
+      for (const auto& c : counters.value)
+        if (c.name == "unicast_xmit_packets") has_unicast = true;
+      const std::uint8_t data_width = data_counter_width(has_unicast, dev.driver);
+      for (const auto& c : counters.value) {
+        const CounterDef* def = find_counter(c.name);
+        emit_counter(ctx, port.path + "/counters/" + c.name, c, def, def && def->width == 0 ? data_width : 0, base, out);
+      }
+    }
+    auto legacy = sysfs::read_counter_dir(port.path + "/counters_ext");
+    if (legacy) {
+      for (const auto& c : legacy.value)
+        emit_counter(ctx, port.path + "/counters_ext/" + c.name, c, find_legacy_counter(c.name), 64, base, out);
+    } else {
+      report_unless_absent(ctx.errors, legacy.error, port.path + "/counters_ext");
+    }
+  }
+
+  static void emit_counter(const exporter::ScrapeContext& ctx, const std::string& path, const sysfs::CounterReading& c,
+                           const CounterDef* def, std::uint8_t width_override, const Labels& base, MetricSink& out) {
+    if (!c.value) {
+      ctx.errors.report_read(c.value.error, path);
+      return;
+    }
+    const std::uint64_t v = c.value.value;
+    if (!def) {
+      // A counter this version does not know yet: exported under its kernel name.
+      Labels l = base;
+      l.emplace_back("counter", c.name);
+      out.counter("rdma_port_counter_other_total", "PMA counter files not known to this exporter version, by file name.",
+                  std::move(l), v);
+      return;
+    }
+    if (def->scale == 1) out.counter(def->metric, def->help, base, v);
+    else if (v <= UINT64_MAX / def->scale) out.counter(def->metric, def->help, base, v * def->scale);
+    else out.add(def->metric, exporter::MetricType::kCounter, def->help, base, static_cast<double>(v) * def->scale);
+
+    const std::uint8_t width = def->width ? def->width : width_override;
+    if (width > 0 && width < 64) {
+      Labels l = base;
+      l.emplace_back("counter", std::string(def->file));
+      out.gauge("rdma_port_counter_saturated",
+                "1 when a PMA counter narrower than 64 bits sits at its maximum (it no longer counts until reset).",
+                std::move(l), v >= max_for_width(width) ? 1.0 : 0.0);
+    }
+  }
+
+  void collect_verbs(const model::DeviceModel& dev, const model::PortModel& port, const Labels& base, MetricSink& out) {
+    auto attrs = verbs_.query(dev.name, port.number);
+    if (!attrs) return;  // no device access: these are simply absent
+    if (attrs->active_mtu_bytes)
+      out.gauge("rdma_port_active_mtu_bytes", "Active path MTU of the port (ibv_query_port).", base, attrs->active_mtu_bytes);
+    if (attrs->max_mtu_bytes)
+      out.gauge("rdma_port_max_mtu_bytes", "Largest MTU the port supports (ibv_query_port).", base, attrs->max_mtu_bytes);
+    if (attrs->active_width_lanes)
+      out.gauge("rdma_port_active_width_lanes", "Active link width in lanes (ibv_query_port).", base, attrs->active_width_lanes);
+    if (attrs->lane_speed_bits_per_second)
+      out.gauge("rdma_port_active_lane_speed_bits_per_second", "Active signalling rate per lane (ibv_query_port).", base,
+                static_cast<double>(attrs->lane_speed_bits_per_second));
+  }
+
+  bool use_verbs_;
+  verbs::PortAttributeReader verbs_;
+};
+
+}  // namespace
+
+RDMA_REGISTER_COLLECTOR({
+    .name = "port",
+    .help = "Per-port PMA counters, port and device attributes, netdevs (sysfs) and MTU/width/speed (verbs).",
+    .enabled_by_default = true,
+    .settings = {{"verbs", exporter::OptionType::kString, "auto",
+                  "Query ibv_query_port for MTU/width/speed: auto (only when --path.sysfs is /sys), true or false."}},
+    .create = [](const exporter::CollectorSettings& s, const exporter::GlobalContext& g)
+        -> std::unique_ptr<exporter::Collector> {
+      const std::string mode = s.string("verbs");
+      if (mode != "auto" && mode != "true" && mode != "false")
+        throw exporter::ConfigError(s.origin("verbs") + ": key 'collectors.port.verbs': expected auto, true or false, got '" +
+                                    mode + "'");
+      // verbs sees the real host; with a fake sysfs tree it would describe other devices.
+      return std::make_unique<PortCollector>(mode == "true" || (mode == "auto" && g.sysfs_root == "/sys"));
+    },
+});
+
+}  // namespace rdma::collectors::port

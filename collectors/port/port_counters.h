@@ -1,0 +1,31 @@
+// The kernel's PMA counter files (ports/<n>/counters, legacy counters_ext) as data: metric
+// name, help, unit scale and PMA field width (the saturation point).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace rdma::collectors::port {
+
+struct CounterDef {
+  std::string_view file;
+  std::string_view metric;   // full metric name
+  std::string_view help;
+  std::uint8_t width;        // bits; 64 = no saturation indicator; 0 = depends on the table
+  std::uint8_t scale;        // multiply the value by this (4-octet words -> bytes)
+};
+
+// counters/<file>; nullptr for a file this table does not know.
+const CounterDef* find_counter(std::string_view file);
+// counters_ext/<file> (kernels < 4.5, MLNX_OFED).
+const CounterDef* find_legacy_counter(std::string_view file);
+
+// Width of a table-dependent data/packet counter: 64 in the ext and noietf tables, 32 in the
+// plain one. ext is recognised by its unicast counters; noietf by the driver (hfi1).
+std::uint8_t data_counter_width(bool has_unicast_counters, std::string_view driver);
+
+inline std::uint64_t max_for_width(std::uint8_t width) {
+  return width >= 64 ? UINT64_MAX : ((std::uint64_t{1} << width) - 1);
+}
+
+}  // namespace rdma::collectors::port

@@ -1,0 +1,189 @@
+#include "exporter/app.h"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <iostream>
+#include <mutex>
+#include <regex>
+
+#include "exporter/collector.h"
+#include "exporter/http_server.h"
+#include "exporter/logging.h"
+
+namespace rdma::exporter {
+namespace {
+
+std::string html_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else if (c == '"') out += "&quot;";
+    else out += c;
+  }
+  return out;
+}
+
+std::string landing_page(const std::string& telemetry_path, const std::vector<std::string>& collectors) {
+  auto bi = build_info();
+  std::string html =
+      "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>rdma_exporter</title></head><body>"
+      "<h1>rdma_exporter</h1><p>Prometheus exporter for RDMA fabrics (InfiniBand, RoCE).</p>"
+      "<p>Version " + html_escape(bi.version) + " (revision " + html_escape(bi.revision) + ")</p><ul>"
+      "<li><a href=\"" + html_escape(telemetry_path) + "\">Metrics</a></li>"
+      "<li><a href=\"/healthz\">Health</a></li></ul><h2>Enabled collectors</h2><ul>";
+  for (const auto& c : collectors) html += "<li>" + html_escape(c) + "</li>";
+  html += "</ul></body></html>\n";
+  return html;
+}
+
+}  // namespace
+
+void declare_options(Options& o) {
+  o.declare({"web.listen-address", OptionType::kString, ":9661", "Address to listen on for HTTP, [host]:port."});
+  o.declare({"web.telemetry-path", OptionType::kString, "/metrics", "Path under which to expose metrics."});
+  o.declare({"web.max-requests", OptionType::kInt, "8", "Worker threads serving HTTP requests."});
+  o.declare({"path.sysfs", OptionType::kString, "/sys", "sysfs mount point."});
+  o.declare({"path.procfs", OptionType::kString, "/proc", "procfs mount point."});
+  o.declare({"device.include", OptionType::kString, "", "Regular expression of RDMA device names to read (default all)."});
+  o.declare({"device.exclude", OptionType::kString, "", "Regular expression of RDMA device names never to read."});
+  o.declare({"scrape.timeout", OptionType::kDuration, "10s", "Per-scrape timeout for every collector."});
+  o.declare({"log.level", OptionType::kString, "info", "Log level: debug, info, warn, error."});
+  o.declare({"log.format", OptionType::kString, "logfmt", "Log format: logfmt or json."});
+  o.declare({"collector.disable-defaults", OptionType::kBool, "false",
+             "Disable every collector that is not explicitly enabled.", "collectors.disable_defaults"});
+  for (const auto* d : registered_collectors()) {
+    o.declare({"collector." + d->name, OptionType::kBool, "", "Enable the " + d->name + " collector: " + d->help,
+               "collectors." + d->name + ".enabled"});
+    for (const auto& s : d->settings) {
+      std::string yaml_key = s.key;
+      for (auto& c : yaml_key)
+        if (c == '-') c = '_';
+      o.declare({"collector." + d->name + "." + s.key, s.type, s.default_value, s.help,
+                 "collectors." + d->name + "." + yaml_key});
+    }
+  }
+}
+
+std::unique_ptr<Scraper> build_scraper(const Options& o) {
+  GlobalContext global{o.get_string("path.sysfs"), o.get_string("path.procfs")};
+  model::DiscoveryOptions dopts{global.sysfs_root, o.get_string("device.include"), o.get_string("device.exclude")};
+  std::unique_ptr<model::Discoverer> discoverer;
+  try {
+    discoverer = std::make_unique<model::Discoverer>(dopts);
+  } catch (const std::regex_error& e) {
+    throw ConfigError(o.origin("device.include") + " / " + o.origin("device.exclude") +
+                      ": invalid device regular expression: " + e.what());
+  }
+  bool disable_defaults = o.get_bool("collector.disable-defaults");
+  std::vector<Scraper::Entry> entries;
+  for (const auto* d : registered_collectors()) {
+    const auto& v = o.get("collector." + d->name);
+    bool enabled = std::holds_alternative<bool>(v) ? std::get<bool>(v) : (d->enabled_by_default && !disable_defaults);
+    if (!enabled) continue;
+    CollectorSettings settings(o, d->name);
+    entries.push_back({d->name, d->create(settings, global)});
+  }
+  auto timeout = o.get_duration("scrape.timeout");
+  if (timeout.count() <= 0) throw ConfigError(o.origin("scrape.timeout") + ": scrape.timeout must be positive");
+  return std::make_unique<Scraper>(std::move(*discoverer), std::move(entries), timeout);
+}
+
+int run(int argc, const char* const* argv) {
+  Options options;
+  declare_options(options);
+  Options::CommandLine cli;
+  try {
+    cli = options.parse_command_line(argc, argv);
+  } catch (const UsageError& e) {
+    std::cerr << "rdma_exporter: error: " << e.what() << "\n\n" << options.usage("rdma_exporter");
+    return 2;
+  }
+  if (cli.help) {
+    std::cout << options.usage("rdma_exporter");
+    return 0;
+  }
+  if (cli.version) {
+    auto bi = build_info();
+    std::cout << "rdma_exporter version " << bi.version << " (revision " << bi.revision << ", " << bi.compiler << ")\n";
+    return 0;
+  }
+  std::unique_ptr<Scraper> scraper;
+  try {
+    options.resolve(cli);
+    setup_logging(options.get_string("log.level"), options.get_string("log.format"));
+    scraper = build_scraper(options);
+  } catch (const std::exception& e) {
+    std::cerr << "rdma_exporter: error: " << e.what() << "\n";
+    return 2;
+  }
+
+  // Block the stop signals in every thread; the main thread waits for them below.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  std::mutex scraper_mu;
+  std::shared_ptr<Scraper> active(std::move(scraper));
+  auto current = [&] {
+    std::lock_guard lock(scraper_mu);
+    return active;
+  };
+  active->start();
+  HttpOptions http;
+  http.listen_address = options.get_string("web.listen-address");
+  http.telemetry_path = options.get_string("web.telemetry-path");
+  http.threads = static_cast<int>(std::max<std::int64_t>(1, options.get_int("web.max-requests")));
+  std::unique_ptr<HttpServer> server;
+  try {
+    server = std::make_unique<HttpServer>(
+        http, HttpHandlers{[&] { return current()->scrape_text(); },
+                           [&] { return landing_page(http.telemetry_path, current()->collector_names()); }});
+  } catch (const std::exception& e) {
+    spdlog::error("cannot start HTTP server: {}", e.what());
+    active->stop();
+    return 1;
+  }
+  std::string names;
+  for (const auto& n : active->collector_names()) names += (names.empty() ? "" : ",") + n;
+  spdlog::info("listening on {} (port {}), telemetry path {}, collectors [{}], sysfs {}", http.listen_address,
+               server->port(), http.telemetry_path, names, options.get_string("path.sysfs"));
+
+  for (;;) {
+    int sig = 0;
+    if (sigwait(&stop_signals, &sig) != 0) continue;
+    if (sig != SIGHUP) {
+      spdlog::info("received signal {}, shutting down", sig);
+      break;
+    }
+    // SIGHUP: reload the config file; a bad one keeps the running configuration.
+    try {
+      Options fresh;
+      declare_options(fresh);
+      fresh.resolve(cli);
+      auto next = std::shared_ptr<Scraper>(build_scraper(fresh));
+      next->start();
+      std::shared_ptr<Scraper> old;
+      {
+        std::lock_guard lock(scraper_mu);
+        old = std::exchange(active, next);
+      }
+      old->stop();
+      spdlog::info("configuration reloaded");
+    } catch (const std::exception& e) {
+      spdlog::error("configuration reload failed, keeping the running configuration: {}", e.what());
+    }
+  }
+  server.reset();  // stops accepting and waits for in-flight requests
+  current()->stop();
+  return 0;
+}
+
+}  // namespace rdma::exporter

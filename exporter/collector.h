@@ -1,0 +1,90 @@
+// The collector plugin interface. A collector is one folder under collectors/ with one
+// RDMA_REGISTER_COLLECTOR line; the daemon core knows nothing else about it.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exporter/error_reporter.h"
+#include "exporter/metrics.h"
+#include "exporter/options.h"
+#include "sources/model/host_model.h"
+
+namespace rdma::exporter {
+
+// What a collector sees during one scrape.
+struct ScrapeContext {
+  const model::HostModel& host;
+  ErrorReporter& errors;  // this collector's error accounting (counted + logged once per cause)
+};
+
+class Collector {
+ public:
+  virtual ~Collector() = default;
+  // Reads at scrape time and writes samples. May run on a worker thread; never concurrently
+  // with itself. Exceptions are caught by the scraper and counted.
+  virtual void collect(const ScrapeContext& ctx, MetricSink& out) = 0;
+  // Background collectors (prober, PMA fabric mode) start and stop their loops here.
+  virtual void start() {}
+  virtual void stop() {}
+};
+
+// A collector's own settings, read from Options under collector.<name>.<key>.
+class CollectorSettings {
+ public:
+  CollectorSettings(const Options& options, std::string collector) : options_(options), prefix_("collector." + collector + ".") {}
+  std::string string(const std::string& key) const { return options_.get_string(flag(key)); }
+  bool boolean(const std::string& key) const { return options_.get_bool(flag(key)); }
+  std::int64_t integer(const std::string& key) const { return options_.get_int(flag(key)); }
+  Duration duration(const std::string& key) const { return options_.get_duration(flag(key)); }
+  std::vector<std::string> list(const std::string& key) const { return options_.get_list(flag(key)); }
+  YAML::Node yaml(const std::string& key) const { return options_.get_yaml(flag(key)); }
+  // "file:line" or "flag --x" or "default": prefix for ConfigError messages.
+  std::string origin(const std::string& key) const { return options_.origin(flag(key)); }
+  std::string flag(const std::string& key) const { return prefix_ + key; }
+
+ private:
+  const Options& options_;
+  std::string prefix_;
+};
+
+// Process-wide facts every collector may need.
+struct GlobalContext {
+  std::string sysfs_root;
+  std::string procfs_root;
+};
+
+struct SettingSpec {
+  std::string key;  // flag form, e.g. "device-include"; YAML form replaces '-' with '_'
+  OptionType type = OptionType::kString;
+  std::string default_value;
+  std::string help;
+};
+
+struct CollectorDescriptor {
+  std::string name;
+  std::string help;
+  bool enabled_by_default = true;
+  std::vector<SettingSpec> settings;
+  // Builds the collector; throws ConfigError for bad settings.
+  std::function<std::unique_ptr<Collector>(const CollectorSettings&, const GlobalContext&)> create;
+};
+
+// All collectors linked into the binary, sorted by name.
+std::vector<const CollectorDescriptor*> registered_collectors();
+
+struct CollectorRegistrar {
+  explicit CollectorRegistrar(CollectorDescriptor d);
+};
+
+}  // namespace rdma::exporter
+
+#define RDMA_EXPORTER_CONCAT2(a, b) a##b
+#define RDMA_EXPORTER_CONCAT(a, b) RDMA_EXPORTER_CONCAT2(a, b)
+// One line per collector, at namespace scope in its .cpp:
+//   RDMA_REGISTER_COLLECTOR({.name = "port", .help = "...", .create = ...});
+#define RDMA_REGISTER_COLLECTOR(...)                                                    \
+  static const ::rdma::exporter::CollectorRegistrar RDMA_EXPORTER_CONCAT(rdma_collector_registrar_, \
+                                                                         __LINE__)(::rdma::exporter::CollectorDescriptor __VA_ARGS__)

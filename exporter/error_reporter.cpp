@@ -1,0 +1,42 @@
+#include "exporter/error_reporter.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+
+namespace rdma::exporter {
+
+void ErrorReporter::report(std::string_view reason, std::string_view cause, std::string_view message) {
+  bool first;
+  {
+    std::lock_guard lock(mu_);
+    auto it = counts_.find(reason);
+    if (it == counts_.end()) it = counts_.emplace(std::string(reason), 0).first;
+    ++it->second;
+    std::string key = std::string(reason) + '\0' + std::string(cause);
+    first = logged_.insert(std::move(key)).second;
+    if (logged_.size() > 10000) logged_.clear();  // bound memory on pathological churn
+  }
+  if (first)
+    spdlog::warn("collector={} reason={} cause=\"{}\" msg=\"{}\" (logged once per cause)", collector_, reason, cause,
+                 message);
+}
+
+void ErrorReporter::report_read(sysfs::ReadError error, const std::string& path) {
+  std::string message = "read failed";
+  report(sysfs::reason_label(error), path, message);
+}
+
+std::map<std::string, std::uint64_t> ErrorReporter::counts() const {
+  std::lock_guard lock(mu_);
+  return {counts_.begin(), counts_.end()};
+}
+
+std::uint64_t ErrorReporter::total() const {
+  std::lock_guard lock(mu_);
+  std::uint64_t n = 0;
+  for (const auto& [r, c] : counts_) n += c;
+  return n;
+}
+
+}  // namespace rdma::exporter

@@ -1,0 +1,180 @@
+#include "exporter/exposition.h"
+
+#include <zlib.h>
+
+#include <charconv>
+#include <cmath>
+
+namespace rdma::exporter {
+namespace {
+
+void append_help(std::string& out, std::string_view help) {
+  for (char c : help) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+}
+
+void append_labels(std::string& out, const Labels& labels, std::string_view extra_name = {},
+                   std::string_view extra_value = {}) {
+  if (labels.empty() && extra_name.empty()) return;
+  out += '{';
+  bool first = true;
+  for (const auto& [k, v] : labels) {
+    if (!first) out += ',';
+    first = false;
+    out += k;
+    out += "=\"";
+    append_escaped_label_value(out, v);
+    out += '"';
+  }
+  if (!extra_name.empty()) {
+    if (!first) out += ',';
+    out += extra_name;
+    out += "=\"";
+    out += extra_value;
+    out += '"';
+  }
+  out += '}';
+}
+
+void append_u64(std::string& out, std::uint64_t v) {
+  char buf[24];
+  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, p);
+}
+
+void write_histogram(std::string& out, const std::string& name, const Labels& labels, const HistogramValue& h) {
+  std::string bound;
+  for (std::size_t i = 0; i < h.upper_bounds.size(); ++i) {
+    bound.clear();
+    append_double(bound, h.upper_bounds[i]);
+    out += name;
+    out += "_bucket";
+    append_labels(out, labels, "le", bound);
+    out += ' ';
+    append_u64(out, i < h.cumulative.size() ? h.cumulative[i] : h.count);
+    out += '\n';
+  }
+  out += name;
+  out += "_bucket";
+  append_labels(out, labels, "le", "+Inf");
+  out += ' ';
+  append_u64(out, h.count);
+  out += '\n';
+  out += name;
+  out += "_sum";
+  append_labels(out, labels);
+  out += ' ';
+  append_double(out, h.sum);
+  out += '\n';
+  out += name;
+  out += "_count";
+  append_labels(out, labels);
+  out += ' ';
+  append_u64(out, h.count);
+  out += '\n';
+}
+
+}  // namespace
+
+void append_escaped_label_value(std::string& out, std::string_view v) {
+  for (char c : v) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+}
+
+void append_double(std::string& out, double v) {
+  if (std::isnan(v)) {
+    out += "NaN";
+  } else if (std::isinf(v)) {
+    out += v > 0 ? "+Inf" : "-Inf";
+  } else {
+    char buf[32];
+    auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);  // shortest exact round-trip
+    out.append(buf, p);
+  }
+}
+
+void append_value(std::string& out, const SampleValue& v) {
+  if (auto* u = std::get_if<std::uint64_t>(&v)) append_u64(out, *u);
+  else if (auto* d = std::get_if<double>(&v)) append_double(out, *d);
+}
+
+void write_text(const std::vector<MetricFamily>& families, std::string& out) {
+  for (const auto& f : families) {
+    if (f.samples.empty()) continue;
+    out += "# HELP ";
+    out += f.name;
+    out += ' ';
+    append_help(out, f.help);
+    out += "\n# TYPE ";
+    out += f.name;
+    out += ' ';
+    out += type_name(f.type);
+    out += '\n';
+    for (const auto& s : f.samples) {
+      if (auto* h = std::get_if<HistogramValue>(&s.value)) {
+        write_histogram(out, f.name, s.labels, *h);
+        continue;
+      }
+      out += f.name;
+      append_labels(out, s.labels);
+      out += ' ';
+      append_value(out, s.value);
+      out += '\n';
+    }
+  }
+}
+
+std::string gzip_compress(std::string_view data, int level) {
+  z_stream zs{};
+  // windowBits 15 + 16 selects the gzip wrapper.
+  if (deflateInit2(&zs, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return {};
+  std::string out;
+  out.resize(deflateBound(&zs, static_cast<uLong>(data.size())));
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  zs.avail_in = static_cast<uInt>(data.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  int rc = deflate(&zs, Z_FINISH);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  if (rc != Z_STREAM_END) return {};
+  return out;
+}
+
+bool accepts_gzip(std::string_view header) {
+  std::size_t pos = 0;
+  while (pos <= header.size()) {
+    auto comma = header.find(',', pos);
+    auto item = header.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    auto semi = item.find(';');
+    auto coding = item.substr(0, semi);
+    while (!coding.empty() && coding.back() == ' ') coding.remove_suffix(1);
+    if (coding == "gzip" || coding == "*") {
+      bool zero_q = false;
+      if (semi != std::string_view::npos) {
+        auto params = item.substr(semi + 1);
+        auto q = params.find("q=");
+        if (q != std::string_view::npos) {
+          auto val = params.substr(q + 2);
+          double qv = 1;
+          std::from_chars(val.data(), val.data() + val.size(), qv);
+          zero_q = qv <= 0;
+        }
+      }
+      if (!zero_q) return true;
+    }
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  return false;
+}
+
+}  // namespace rdma::exporter

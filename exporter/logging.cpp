@@ -1,0 +1,88 @@
+#include "exporter/logging.h"
+
+#include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <stdexcept>
+
+namespace rdma::exporter {
+namespace {
+
+// Formats one record as logfmt or JSON, escaping the message so each record is one line.
+class StructuredFormatter final : public spdlog::formatter {
+ public:
+  explicit StructuredFormatter(bool json) : json_(json) {}
+
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    auto secs = std::chrono::time_point_cast<std::chrono::milliseconds>(msg.time);
+    std::time_t t = std::chrono::system_clock::to_time_t(msg.time);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char ts[40];
+    std::size_t n = std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+    int ms = static_cast<int>(secs.time_since_epoch().count() % 1000);
+    std::snprintf(ts + n, sizeof ts - n, ".%03dZ", ms);
+    auto level = spdlog::level::to_string_view(msg.level);
+    std::string_view text(msg.payload.data(), msg.payload.size());
+    if (json_) {
+      append(dest, "{\"ts\":\"");
+      append(dest, ts);
+      append(dest, "\",\"level\":\"");
+      append(dest, std::string_view(level.data(), level.size()));
+      append(dest, "\",\"msg\":\"");
+      escape(dest, text);
+      append(dest, "\"}\n");
+    } else {
+      append(dest, "ts=");
+      append(dest, ts);
+      append(dest, " level=");
+      append(dest, std::string_view(level.data(), level.size()));
+      append(dest, " msg=\"");
+      escape(dest, text);
+      append(dest, "\"\n");
+    }
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<StructuredFormatter>(json_); }
+
+ private:
+  static void append(spdlog::memory_buf_t& d, std::string_view s) { d.append(s.data(), s.data() + s.size()); }
+  static void escape(spdlog::memory_buf_t& d, std::string_view s) {
+    for (char c : s) {
+      if (c == '"' || c == '\\') {
+        d.push_back('\\');
+        d.push_back(c);
+      } else if (c == '\n') {
+        append(d, "\\n");
+      } else if (static_cast<unsigned char>(c) < 0x20) {
+        d.push_back(' ');
+      } else {
+        d.push_back(c);
+      }
+    }
+  }
+  bool json_;
+};
+
+}  // namespace
+
+void setup_logging(const std::string& level, const std::string& format) {
+  static const std::pair<const char*, spdlog::level::level_enum> kLevels[] = {
+      {"debug", spdlog::level::debug}, {"info", spdlog::level::info}, {"warn", spdlog::level::warn},
+      {"error", spdlog::level::err}};
+  bool found = false;
+  spdlog::level::level_enum lvl = spdlog::level::info;
+  for (auto [name, l] : kLevels)
+    if (level == name) lvl = l, found = true;
+  if (!found) throw std::invalid_argument("invalid --log.level '" + level + "' (debug, info, warn, error)");
+  if (format != "logfmt" && format != "json")
+    throw std::invalid_argument("invalid --log.format '" + format + "' (logfmt, json)");
+  spdlog::drop("rdma_exporter");
+  auto logger = spdlog::stderr_logger_mt("rdma_exporter");
+  logger->set_formatter(std::make_unique<StructuredFormatter>(format == "json"));
+  logger->set_level(lvl);
+  logger->flush_on(spdlog::level::debug);
+  spdlog::set_default_logger(logger);
+}
+
+}  // namespace rdma::exporter

@@ -1,0 +1,77 @@
+// The exposition model collectors write into. Counters keep their exact unsigned 64-bit value
+// until the text is written (prometheus-cpp 1.0.1 keeps doubles and prints 16 significant
+// digits, which turns 2^64-1 into 1.844674407370955e+19; we print the integer itself).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace rdma::exporter {
+
+enum class MetricType : std::uint8_t { kCounter, kGauge, kHistogram, kUntyped };
+std::string_view type_name(MetricType t);
+
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+struct HistogramValue {
+  std::vector<double> upper_bounds;          // ascending, without +Inf
+  std::vector<std::uint64_t> cumulative;     // same size as upper_bounds
+  std::uint64_t count = 0;                   // the +Inf bucket
+  double sum = 0;
+};
+
+using SampleValue = std::variant<std::uint64_t, double, HistogramValue>;
+
+struct Sample {
+  Labels labels;
+  SampleValue value;
+};
+
+struct MetricFamily {
+  std::string name;
+  std::string help;
+  MetricType type = MetricType::kUntyped;
+  std::vector<Sample> samples;
+};
+
+// Collects samples grouped by family, in first-declared order. Not thread-safe: each collector
+// gets its own sink per scrape.
+class MetricSink {
+ public:
+  // Finds or creates a family. Re-declaring a name with another type throws std::logic_error.
+  MetricFamily& family(std::string_view name, MetricType type, std::string_view help);
+
+  void add(std::string_view name, MetricType type, std::string_view help, Labels labels, SampleValue value);
+  void counter(std::string_view name, std::string_view help, Labels labels, std::uint64_t v) {
+    add(name, MetricType::kCounter, help, std::move(labels), v);
+  }
+  void gauge(std::string_view name, std::string_view help, Labels labels, double v) {
+    add(name, MetricType::kGauge, help, std::move(labels), v);
+  }
+  void gauge_u64(std::string_view name, std::string_view help, Labels labels, std::uint64_t v) {
+    add(name, MetricType::kGauge, help, std::move(labels), v);
+  }
+  void info(std::string_view name, std::string_view help, Labels labels) {
+    add(name, MetricType::kGauge, help, std::move(labels), std::uint64_t{1});
+  }
+
+  // Appends another sink's families (used to join the collectors' outputs).
+  void append(MetricSink&& other);
+  const std::vector<MetricFamily>& families() const { return families_; }
+  std::size_t sample_count() const;
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::vector<MetricFamily> families_;
+  std::unordered_map<std::string, std::size_t, Hash, std::equal_to<>> index_;
+};
+
+}  // namespace rdma::exporter

@@ -1,0 +1,59 @@
+// One scrape: discover the host once, run every enabled collector on its own worker thread
+// under the scrape timeout, join their samples and add the self-metrics. A collector that
+// throws or overruns is reported as failed; the scrape always answers.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "exporter/collector.h"
+#include "exporter/error_reporter.h"
+#include "exporter/metrics.h"
+#include "sources/model/host_model.h"
+
+namespace rdma::exporter {
+
+struct BuildInfo {
+  std::string version;
+  std::string revision;
+  std::string compiler;
+};
+BuildInfo build_info();
+
+class Scraper {
+ public:
+  struct Entry {
+    std::string name;
+    std::unique_ptr<Collector> collector;
+  };
+  Scraper(model::Discoverer discoverer, std::vector<Entry> collectors, Duration timeout);
+  ~Scraper();
+
+  // Collects everything and returns the families (self-metrics included).
+  MetricSink collect();
+  // Collects and renders the text format.
+  std::string scrape_text();
+
+  void start();  // starts background collectors
+  void stop();   // stops them; idempotent
+  std::vector<std::string> collector_names() const;
+
+ private:
+  struct Slot;
+  void add_self_metrics(MetricSink& out, const std::vector<std::pair<Slot*, double>>& durations,
+                        const std::vector<bool>& success, const model::HostModel& host);
+
+  model::Discoverer discoverer_;
+  std::vector<std::shared_ptr<Slot>> slots_;
+  Duration timeout_;
+  std::mutex scrape_mu_;  // one collection at a time: firmware-backed reads are not hammered
+  ErrorReporter discovery_errors_{"discovery"};
+  std::atomic<std::uint64_t> scrapes_{0};
+  bool stopped_ = false;
+};
+
+}  // namespace rdma::exporter

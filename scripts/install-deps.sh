@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every Debian bookworm package rdma_exporter needs to build, run and test.
+# Idempotent: only missing packages are installed. Needs root (or sudo).
+set -euo pipefail
+
+PACKAGES=(
+  # build
+  build-essential cmake pkg-config ccache git python3
+  # libraries
+  libibverbs-dev librdmacm-dev libibumad-dev libibmad-dev libibnetdisc-dev
+  prometheus-cpp-dev libcivetweb-dev libyaml-cpp-dev libspdlog-dev libfmt-dev catch2 zlib1g-dev libmnl-dev
+  # runtime providers and tools
+  rdma-core ibverbs-providers infiniband-diags ethtool iproute2 curl
+  # test peers: promtool/Prometheus, node_exporter (benchmark reference)
+  prometheus prometheus-node-exporter
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# Installing Debian's prometheus/node-exporter packages must not start their services.
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,140 @@
+#include "sources/model/host_model.h"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "sources/sysfs/parse.h"
+#include "sources/sysfs/reader.h"
+
+namespace rdma::model {
+namespace {
+
+// Kernel driver of the parent device -> RDMA provider.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 12> kParentDriverToProvider{{
+    {"mlx5_core", "mlx5"}, {"mlx4_core", "mlx4"}, {"bnxt_en", "bnxt_re"}, {"ice", "irdma"},
+    {"i40e", "irdma"}, {"idpf", "irdma"}, {"efa", "efa"}, {"hfi1", "hfi1"}, {"ib_qib", "qib"},
+    {"mana", "mana"}, {"erdma", "erdma"}, {"hns3", "hns"},
+}};
+// Device-name prefix -> provider, for devices whose parent driver says nothing (or is absent).
+constexpr std::array<std::pair<std::string_view, std::string_view>, 17> kNamePrefixToProvider{{
+    {"mlx5_", "mlx5"}, {"mlx4_", "mlx4"}, {"bnxt_re", "bnxt_re"}, {"irdma", "irdma"},
+    {"i40iw", "i40iw"}, {"rxe", "rxe"}, {"siw", "siw"}, {"efa", "efa"}, {"rdmap", "efa"},
+    {"hfi1_", "hfi1"}, {"qib", "qib"}, {"mana_", "mana"}, {"erdma_", "erdma"}, {"hns_", "hns"},
+    {"cxgb4_", "cxgb4"}, {"mthca", "mthca"}, {"ionic_", "ionic"},
+}};
+
+LinkLayer parse_link_layer(std::string_view s) {
+  if (s == "InfiniBand") return LinkLayer::kInfiniBand;
+  if (s == "Ethernet") return LinkLayer::kEthernet;
+  return LinkLayer::kUnknown;
+}
+
+void add_netdev(std::vector<NetdevRef>& out, std::string name, std::string_view via) {
+  if (name.empty()) return;
+  for (const auto& n : out)
+    if (n.name == name) return;
+  out.push_back(NetdevRef{std::move(name), std::string(via)});
+}
+
+// The port's netdevs: the kernel's RoCE binding (gid_attrs/ndevs, the only view of a bond),
+// rxe's parent, then the parent device's netdevs matched on dev_port when it has several.
+void resolve_netdevs(const std::string& dev_path, PortModel& port, const std::string& rxe_parent) {
+  // Default GIDs (indices 0 and 1) are bound to the port's netdev; a few more cover VLANs/macvlans.
+  for (int i = 0; i < 4; ++i) {
+    auto r = sysfs::read_attribute(port.path + "/gid_attrs/ndevs/" + std::to_string(i));
+    if (r) add_netdev(port.netdevs, std::move(r.value), "gid_attrs");
+    else if (r.error == sysfs::ReadError::kNotFound && i == 0) break;  // no gid_attrs at all
+  }
+  if (!rxe_parent.empty()) add_netdev(port.netdevs, rxe_parent, "parent");
+  auto nets = sysfs::list_names(dev_path + "/device/net");
+  if (!nets || nets.value.empty()) return;
+  if (nets.value.size() == 1) {
+    add_netdev(port.netdevs, nets.value.front(), "device_net");
+    return;
+  }
+  // Several netdevs on one function (mlx4 dual-port, IPoIB children): dev_port = port - 1.
+  for (auto& n : nets.value) {
+    auto dp = sysfs::read_u64(dev_path + "/device/net/" + n + "/dev_port");
+    if (dp && dp.value + 1 == port.number) add_netdev(port.netdevs, n, "device_net");
+  }
+}
+
+}  // namespace
+
+std::string_view link_layer_label(LinkLayer l) {
+  switch (l) {
+    case LinkLayer::kInfiniBand: return "InfiniBand";
+    case LinkLayer::kEthernet: return "Ethernet";
+    case LinkLayer::kUnknown: break;
+  }
+  return "Unknown";
+}
+
+std::string driver_from(const std::string& device_name, const std::string& parent_driver, bool has_parent_attr) {
+  if (has_parent_attr) return "rxe";  // only rxe has a "parent" attribute naming its netdev
+  for (auto [drv, provider] : kParentDriverToProvider)
+    if (parent_driver == drv) return std::string(provider);
+  for (auto [prefix, provider] : kNamePrefixToProvider)
+    if (device_name.starts_with(prefix)) return std::string(provider);
+  return "unknown";
+}
+
+Discoverer::Discoverer(DiscoveryOptions opts) : opts_(std::move(opts)) {
+  if (!opts_.device_include.empty()) include_ = std::regex(opts_.device_include, std::regex::ECMAScript);
+  if (!opts_.device_exclude.empty()) exclude_ = std::regex(opts_.device_exclude, std::regex::ECMAScript);
+}
+
+bool Discoverer::selected(const std::string& device) const {
+  if (!opts_.device_include.empty() && !std::regex_match(device, include_)) return false;
+  if (!opts_.device_exclude.empty() && std::regex_match(device, exclude_)) return false;
+  return true;
+}
+
+std::shared_ptr<const HostModel> Discoverer::discover() const {
+  auto host = std::make_shared<HostModel>();
+  host->sysfs_root = opts_.sysfs_root;
+  const std::string class_dir = opts_.sysfs_root + "/class/infiniband";
+  auto devs = sysfs::list_names(class_dir);
+  if (!devs) {
+    // No RDMA subsystem at all is normal (not an issue); anything else is.
+    if (devs.error != sysfs::ReadError::kNotFound) host->issues.push_back({class_dir, devs.error});
+    return host;
+  }
+  for (auto& name : devs.value) {
+    if (!selected(name)) {
+      host->excluded.push_back(name);
+      continue;
+    }
+    DeviceModel dev;
+    dev.name = name;
+    dev.path = class_dir + "/" + name;
+    auto ports = sysfs::list_names(dev.path + "/ports");
+    if (!ports) {
+      host->issues.push_back({dev.path + "/ports", ports.error});  // vanished mid-walk, or broken
+      continue;
+    }
+    auto parent = sysfs::read_attribute(dev.path + "/parent");
+    auto parent_driver = sysfs::read_link_basename(dev.path + "/device/driver");
+    dev.driver = driver_from(name, parent_driver ? parent_driver.value : "", parent.ok());
+    for (auto& p : ports.value) {
+      auto num = sysfs::parse_u64(p);
+      if (!num || *num > 0xffff) continue;
+      PortModel port;
+      port.number = static_cast<std::uint32_t>(*num);
+      port.number_label = p;
+      port.path = dev.path + "/ports/" + p;
+      auto ll = sysfs::read_attribute(port.path + "/link_layer");
+      if (ll) port.link_layer = parse_link_layer(ll.value);
+      else host->issues.push_back({port.path + "/link_layer", ll.error});
+      resolve_netdevs(dev.path, port, parent ? parent.value : "");
+      dev.ports.push_back(std::move(port));
+    }
+    std::sort(dev.ports.begin(), dev.ports.end(),
+              [](const PortModel& a, const PortModel& b) { return a.number < b.number; });
+    host->devices.push_back(std::move(dev));
+  }
+  return host;
+}
+
+}  // namespace rdma::model

@@ -1,0 +1,47 @@
+// Typed views of /sys/class/infiniband/<dev> and its ports, in the style of prometheus/procfs:
+// structs from files, no metric names. Every field carries its own read result.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sources/sysfs/parse.h"
+#include "sources/sysfs/read_result.h"
+
+namespace rdma::sysfs {
+
+struct CounterReading {
+  std::string name;                 // file name exactly as the kernel wrote it (may hold ' ' or ',')
+  Result<std::uint64_t> value;
+};
+
+// Every regular file of a counter directory (counters/, counters_ext/, hw_counters/), sorted by
+// name. The directory itself missing -> kNotFound.
+Result<std::vector<CounterReading>> read_counter_dir(const std::string& dir);
+
+struct PortAttributes {
+  Result<EnumValue> state;
+  Result<EnumValue> phys_state;
+  Result<Rate> rate;
+  Result<std::string> link_layer;
+  Result<std::uint64_t> lid;
+  Result<std::uint64_t> sm_lid;
+  Result<std::uint64_t> lid_mask_count;
+  Result<std::uint64_t> cap_mask;
+};
+PortAttributes read_port_attributes(const std::string& port_path);
+
+struct DeviceAttributes {
+  Result<EnumValue> node_type;
+  Result<std::string> node_guid;       // canonical "0x0c42a103004029a0"
+  Result<std::string> sys_image_guid;  // canonical
+  Result<std::string> fw_ver;          // may be empty (rxe)
+  Result<std::string> hca_type;        // optional, driver-specific
+  Result<std::string> hw_rev;
+  Result<std::string> board_id;
+  Result<std::string> node_desc;
+};
+DeviceAttributes read_device_attributes(const std::string& device_path);
+
+}  // namespace rdma::sysfs

@@ -1,0 +1,128 @@
+#include "sources/sysfs/reader.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+
+#include "sources/sysfs/parse.h"
+
+namespace rdma::sysfs {
+
+std::string_view reason_label(ReadError e) {
+  switch (e) {
+    case ReadError::kNone: return "none";
+    case ReadError::kNotFound: return "not_found";
+    case ReadError::kInvalid: return "invalid_argument";
+    case ReadError::kIo: return "io_error";
+    case ReadError::kNoDevice: return "no_device";
+    case ReadError::kAccess: return "permission_denied";
+    case ReadError::kTimeout: return "timeout";
+    case ReadError::kNotSupported: return "not_supported";
+    case ReadError::kNotAvailable: return "not_available";
+    case ReadError::kMalformed: return "malformed";
+    case ReadError::kOther: return "other";
+  }
+  return "other";
+}
+
+ReadError classify_errno(int err) {
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR: return ReadError::kNotFound;
+    case EINVAL: return ReadError::kInvalid;
+    case EIO: return ReadError::kIo;
+    case ENODEV:
+    case ENXIO: return ReadError::kNoDevice;
+    case EACCES:
+    case EPERM: return ReadError::kAccess;
+    case ETIMEDOUT: return ReadError::kTimeout;
+    case EOPNOTSUPP: return ReadError::kNotSupported;
+    default: return ReadError::kOther;
+  }
+}
+
+Result<std::string> read_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Result<std::string>::failure(classify_errno(errno), errno);
+  // sysfs attributes are at most one page; read until EOF anyway in case of odd files.
+  char buf[4096];
+  std::string out;
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      return Result<std::string>::failure(classify_errno(err), err);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+    if (out.size() > (1u << 20)) break;  // never slurp a huge non-sysfs file
+  }
+  ::close(fd);
+  return Result<std::string>::success(std::move(out));
+}
+
+Result<std::string> read_attribute(const std::string& path) {
+  auto r = read_file(path);
+  if (!r) return r;
+  if (is_not_available(r.value)) return Result<std::string>::failure(ReadError::kNotAvailable);
+  return Result<std::string>::success(std::string(trim_value(r.value)));
+}
+
+Result<std::uint64_t> read_u64(const std::string& path) {
+  auto r = read_file(path);
+  if (!r) return Result<std::uint64_t>::failure(r.error, r.sys_errno);
+  if (is_not_available(r.value)) return Result<std::uint64_t>::failure(ReadError::kNotAvailable);
+  auto v = parse_u64(r.value);
+  if (!v) return Result<std::uint64_t>::failure(ReadError::kMalformed);
+  return Result<std::uint64_t>::success(*v);
+}
+
+Result<std::vector<DirEntry>> list_dir(const std::string& path) {
+  DIR* d = ::opendir(path.c_str());
+  if (!d) return Result<std::vector<DirEntry>>::failure(classify_errno(errno), errno);
+  std::vector<DirEntry> out;
+  int dfd = ::dirfd(d);
+  while (dirent* e = ::readdir(d)) {
+    std::string_view name = e->d_name;
+    if (name == "." || name == "..") continue;
+    bool is_dir = e->d_type == DT_DIR;
+    if (e->d_type == DT_LNK || e->d_type == DT_UNKNOWN) {
+      struct stat st;
+      is_dir = ::fstatat(dfd, e->d_name, &st, 0) == 0 && S_ISDIR(st.st_mode);
+    }
+    out.push_back(DirEntry{std::string(name), is_dir});
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+  return Result<std::vector<DirEntry>>::success(std::move(out));
+}
+
+Result<std::vector<std::string>> list_names(const std::string& path) {
+  auto r = list_dir(path);
+  if (!r) return Result<std::vector<std::string>>::failure(r.error, r.sys_errno);
+  std::vector<std::string> names;
+  names.reserve(r.value.size());
+  for (auto& e : r.value) names.push_back(std::move(e.name));
+  return Result<std::vector<std::string>>::success(std::move(names));
+}
+
+Result<std::string> read_link_basename(const std::string& path) {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink(path.c_str(), buf, sizeof buf - 1);
+  if (n < 0) return Result<std::string>::failure(classify_errno(errno), errno);
+  std::string_view target(buf, static_cast<std::size_t>(n));
+  auto slash = target.rfind('/');
+  if (slash != std::string_view::npos) target.remove_prefix(slash + 1);
+  return Result<std::string>::success(std::string(target));
+}
+
+bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+}  // namespace rdma::sysfs

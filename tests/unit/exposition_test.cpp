@@ -1,0 +1,97 @@
+#include <catch2/catch.hpp>
+#include <zlib.h>
+
+#include "exporter/exposition.h"
+
+using namespace rdma::exporter;
+
+TEST_CASE("u64 counters are written as exact integers") {
+  MetricSink s;
+  s.counter("x_total", "help", {{"device", "mlx5_0"}}, 18446744073709551615ull);
+  s.counter("x_total", "help", {{"device", "mlx5_1"}}, 9007199254740993ull);
+  std::string out;
+  write_text(s.families(), out);
+  CHECK(out ==
+        "# HELP x_total help\n# TYPE x_total counter\n"
+        "x_total{device=\"mlx5_0\"} 18446744073709551615\n"
+        "x_total{device=\"mlx5_1\"} 9007199254740993\n");
+}
+
+TEST_CASE("doubles round-trip and special values follow the text format") {
+  std::string out;
+  append_double(out, 0.1);
+  CHECK(out == "0.1");
+  out.clear();
+  append_double(out, 1.8446744073709552e19);
+  CHECK(out == "18446744073709551616");  // shortest form that reads back as the same double
+  out.clear();
+  append_double(out, std::numeric_limits<double>::infinity());
+  CHECK(out == "+Inf");
+  out.clear();
+  append_double(out, std::nan(""));
+  CHECK(out == "NaN");
+}
+
+TEST_CASE("label values and help are escaped") {
+  MetricSink s;
+  s.gauge("g", "a \\ b\nc", {{"counter", "SwLinkUp,32"}, {"desc", "a \"q\" \\ \n"}}, 1);
+  std::string out;
+  write_text(s.families(), out);
+  CHECK(out ==
+        "# HELP g a \\\\ b\\nc\n# TYPE g gauge\n"
+        "g{counter=\"SwLinkUp,32\",desc=\"a \\\"q\\\" \\\\ \\n\"} 1\n");
+}
+
+TEST_CASE("families keep declaration order and group their samples") {
+  MetricSink s;
+  s.gauge("a", "h", {{"p", "1"}}, 1);
+  s.gauge("b", "h", {{"p", "1"}}, 2);
+  s.gauge("a", "h", {{"p", "2"}}, 3);
+  std::string out;
+  write_text(s.families(), out);
+  CHECK(out == "# HELP a h\n# TYPE a gauge\na{p=\"1\"} 1\na{p=\"2\"} 3\n# HELP b h\n# TYPE b gauge\nb{p=\"1\"} 2\n");
+  CHECK_THROWS_AS(s.counter("a", "h", {}, 1), std::logic_error);
+}
+
+TEST_CASE("histograms are written with cumulative buckets, sum and count") {
+  MetricSink s;
+  HistogramValue h{{0.001, 0.01}, {2, 5}, 7, 0.125};
+  s.add("rtt_seconds", MetricType::kHistogram, "h", {{"peer", "a"}}, h);
+  std::string out;
+  write_text(s.families(), out);
+  CHECK(out ==
+        "# HELP rtt_seconds h\n# TYPE rtt_seconds histogram\n"
+        "rtt_seconds_bucket{peer=\"a\",le=\"0.001\"} 2\n"
+        "rtt_seconds_bucket{peer=\"a\",le=\"0.01\"} 5\n"
+        "rtt_seconds_bucket{peer=\"a\",le=\"+Inf\"} 7\n"
+        "rtt_seconds_sum{peer=\"a\"} 0.125\n"
+        "rtt_seconds_count{peer=\"a\"} 7\n");
+}
+
+TEST_CASE("gzip output decompresses to the input") {
+  std::string text(10000, 'x');
+  std::string gz = gzip_compress(text);
+  REQUIRE(gz.size() > 18);
+  CHECK(static_cast<unsigned char>(gz[0]) == 0x1f);
+  CHECK(static_cast<unsigned char>(gz[1]) == 0x8b);
+  z_stream zs{};
+  REQUIRE(inflateInit2(&zs, 15 + 16) == Z_OK);
+  std::string back(20000, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(gz.data());
+  zs.avail_in = static_cast<uInt>(gz.size());
+  zs.next_out = reinterpret_cast<Bytef*>(back.data());
+  zs.avail_out = static_cast<uInt>(back.size());
+  CHECK(inflate(&zs, Z_FINISH) == Z_STREAM_END);
+  back.resize(zs.total_out);
+  inflateEnd(&zs);
+  CHECK(back == text);
+}
+
+TEST_CASE("Accept-Encoding negotiation") {
+  CHECK(accepts_gzip("gzip"));
+  CHECK(accepts_gzip("deflate, gzip;q=0.5"));
+  CHECK(accepts_gzip("*"));
+  CHECK_FALSE(accepts_gzip("identity"));
+  CHECK_FALSE(accepts_gzip("gzip;q=0"));
+  CHECK_FALSE(accepts_gzip(""));
+}
