@@ -3,7 +3,9 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <iostream>
 #include <mutex>
 #include <regex>
@@ -11,6 +13,7 @@
 #include "exporter/collector.h"
 #include "exporter/http_server.h"
 #include "exporter/logging.h"
+#include "exporter/web_config.h"
 
 namespace rdma::exporter {
 namespace {
@@ -40,12 +43,42 @@ std::string landing_page(const std::string& telemetry_path, const std::vector<st
   return html;
 }
 
+// Counted across reloads (each reload builds a new Scraper); exposed through its self-metrics hook.
+struct DaemonStats {
+  std::atomic<std::uint64_t> reloads_success{0};
+  std::atomic<std::uint64_t> reloads_failure{0};
+  std::atomic<bool> last_reload_ok{true};
+  std::atomic<const HttpStats*> http{nullptr};
+};
+
+void daemon_self_metrics(const DaemonStats& st, MetricSink& out) {
+  out.gauge("rdma_exporter_config_last_reload_successful",
+            "1 when the last configuration reload (SIGHUP) succeeded or none was attempted, else 0.", {},
+            st.last_reload_ok.load() ? 1.0 : 0.0);
+  const char* help = "Configuration reloads (SIGHUP) by result.";
+  out.counter("rdma_exporter_config_reloads_total", help, {{"result", "success"}}, st.reloads_success.load());
+  out.counter("rdma_exporter_config_reloads_total", help, {{"result", "failure"}}, st.reloads_failure.load());
+  if (const HttpStats* h = st.http.load()) {
+    const char* rh = "HTTP requests refused, by reason (concurrency limit, auth, unknown path, method, body).";
+    for (auto [reason, n] : {std::pair{"too_many_scrapes", &h->too_many_scrapes}, {"unauthorized", &h->unauthorized},
+                             {"not_found", &h->not_found}, {"method_not_allowed", &h->bad_method},
+                             {"request_too_large", &h->too_large}, {"scrape_failed", &h->scrape_failed}})
+      out.counter("rdma_exporter_http_requests_rejected_total", rh, {{"reason", reason}}, n->load());
+  }
+}
+
 }  // namespace
 
 void declare_options(Options& o) {
   o.declare({"web.listen-address", OptionType::kString, ":9661", "Address to listen on for HTTP, [host]:port."});
   o.declare({"web.telemetry-path", OptionType::kString, "/metrics", "Path under which to expose metrics."});
   o.declare({"web.max-requests", OptionType::kInt, "8", "Worker threads serving HTTP requests."});
+  o.declare({"web.config.file", OptionType::kString, "",
+             "Web config file (exporter-toolkit format): TLS and basic auth. See docs/security.md."});
+  o.declare({"web.max-concurrent-scrapes", OptionType::kInt, "4",
+             "Scrapes served at once; the excess get 503 immediately (0: no limit)."});
+  o.declare({"web.request-timeout", OptionType::kDuration, "10s", "Timeout of every HTTP socket read and write."});
+  o.declare({"web.max-request-size", OptionType::kInt, "16384", "Largest request line plus headers, in bytes."});
   o.declare({"path.sysfs", OptionType::kString, "/sys", "sysfs mount point."});
   o.declare({"path.procfs", OptionType::kString, "/proc", "procfs mount point."});
   o.declare({"device.include", OptionType::kString, "", "Regular expression of RDMA device names to read (default all)."});
@@ -112,10 +145,14 @@ int run(int argc, const char* const* argv) {
     return 0;
   }
   std::unique_ptr<Scraper> scraper;
+  WebConfig web;
+  DaemonStats stats;
   try {
     options.resolve(cli);
     setup_logging(options.get_string("log.level"), options.get_string("log.format"));
+    if (auto path = options.get_string("web.config.file"); !path.empty()) web = load_web_config(path);
     scraper = build_scraper(options);
+    scraper->set_self_metrics_hook([&stats](MetricSink& out) { daemon_self_metrics(stats, out); });
   } catch (const std::exception& e) {
     std::cerr << "rdma_exporter: error: " << e.what() << "\n";
     return 2;
@@ -141,6 +178,13 @@ int run(int argc, const char* const* argv) {
   http.listen_address = options.get_string("web.listen-address");
   http.telemetry_path = options.get_string("web.telemetry-path");
   http.threads = static_cast<int>(std::max<std::int64_t>(1, options.get_int("web.max-requests")));
+  http.max_concurrent_scrapes =
+      static_cast<int>(std::clamp<std::int64_t>(options.get_int("web.max-concurrent-scrapes"), 0, 1 << 20));
+  http.request_timeout_ms =
+      static_cast<int>(std::clamp<std::int64_t>(options.get_duration("web.request-timeout").count(), 1, 1 << 30));
+  http.max_request_size =
+      static_cast<std::size_t>(std::clamp<std::int64_t>(options.get_int("web.max-request-size"), 1024, 1 << 24));
+  http.web = web;
   std::unique_ptr<HttpServer> server;
   try {
     server = std::make_unique<HttpServer>(
@@ -151,10 +195,12 @@ int run(int argc, const char* const* argv) {
     active->stop();
     return 1;
   }
+  stats.http.store(&server->stats());
   std::string names;
   for (const auto& n : active->collector_names()) names += (names.empty() ? "" : ",") + n;
-  spdlog::info("listening on {} (port {}), telemetry path {}, collectors [{}], sysfs {}", http.listen_address,
-               server->port(), http.telemetry_path, names, options.get_string("path.sysfs"));
+  spdlog::info("listening on {} (port {}, {}{}), telemetry path {}, collectors [{}], sysfs {}", http.listen_address,
+               server->port(), server->tls() ? "https" : "http", web.basic_auth_users.empty() ? "" : ", basic auth",
+               http.telemetry_path, names, options.get_string("path.sysfs"));
 
   for (;;) {
     int sig = 0;
@@ -169,6 +215,7 @@ int run(int argc, const char* const* argv) {
       declare_options(fresh);
       fresh.resolve(cli);
       auto next = std::shared_ptr<Scraper>(build_scraper(fresh));
+      next->set_self_metrics_hook([&stats](MetricSink& out) { daemon_self_metrics(stats, out); });
       next->start();
       std::shared_ptr<Scraper> old;
       {
@@ -176,13 +223,19 @@ int run(int argc, const char* const* argv) {
         old = std::exchange(active, next);
       }
       old->stop();
+      ++stats.reloads_success;
+      stats.last_reload_ok.store(true);
       spdlog::info("configuration reloaded");
     } catch (const std::exception& e) {
+      ++stats.reloads_failure;
+      stats.last_reload_ok.store(false);
       spdlog::error("configuration reload failed, keeping the running configuration: {}", e.what());
     }
   }
+  auto t0 = std::chrono::steady_clock::now();
   server.reset();  // stops accepting and waits for in-flight requests
   current()->stop();
+  spdlog::info("stopped in {:.3f} s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   return 0;
 }
 

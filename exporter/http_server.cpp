@@ -1,10 +1,20 @@
 #include "exporter/http_server.h"
 
 #include <civetweb.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <stdexcept>
+#include <utility>
 
 #include "exporter/exposition.h"
 
@@ -28,6 +38,63 @@ int log_message(const mg_connection*, const char* message) {
   return 1;
 }
 
+std::string openssl_errors() {
+  std::string out;
+  while (unsigned long e = ERR_get_error()) {
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof buf);
+    out += (out.empty() ? "" : "; ") + std::string(buf);
+  }
+  return out.empty() ? "unknown OpenSSL error" : out;
+}
+
+// Accepts any client certificate (RequestClientCert, RequireAnyClientCert: presence only).
+int accept_any_certificate(int, X509_STORE_CTX*) { return 1; }
+
+// Builds the server SSL_CTX from the web config; throws std::runtime_error naming the file.
+SSL_CTX* make_ssl_ctx(const TlsServerConfig& t, const std::string& origin) {
+  ERR_clear_error();
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  if (!ctx) throw std::runtime_error("TLS: SSL_CTX_new failed: " + openssl_errors());
+  auto fail = [&](const std::string& what) {
+    std::string msg = origin + ": " + what + ": " + openssl_errors();
+    SSL_CTX_free(ctx);
+    throw std::runtime_error(msg);
+  };
+  SSL_CTX_set_min_proto_version(ctx, t.min_version ? t.min_version : TLS1_2_VERSION);
+  if (t.max_version) SSL_CTX_set_max_proto_version(ctx, t.max_version);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+  SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_ENABLE_PARTIAL_WRITE);
+  if (SSL_CTX_use_certificate_chain_file(ctx, t.cert_file.c_str()) != 1)
+    fail("tls_server_config.cert_file " + t.cert_file + " cannot be used");
+  if (SSL_CTX_use_PrivateKey_file(ctx, t.key_file.c_str(), SSL_FILETYPE_PEM) != 1)
+    fail("tls_server_config.key_file " + t.key_file + " cannot be used");
+  if (SSL_CTX_check_private_key(ctx) != 1) fail("tls_server_config.key_file does not match cert_file");
+  int mode = SSL_VERIFY_NONE;
+  SSL_verify_cb cb = nullptr;
+  switch (t.client_auth) {
+    case ClientAuth::kNoClientCert: break;
+    case ClientAuth::kRequestClientCert: mode = SSL_VERIFY_PEER; cb = accept_any_certificate; break;
+    case ClientAuth::kRequireAnyClientCert:
+      mode = SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
+      cb = accept_any_certificate;
+      break;
+    case ClientAuth::kVerifyClientCertIfGiven: mode = SSL_VERIFY_PEER; break;
+    case ClientAuth::kRequireAndVerifyClientCert: mode = SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT; break;
+  }
+  if (!t.client_ca_file.empty()) {
+    if (SSL_CTX_load_verify_locations(ctx, t.client_ca_file.c_str(), nullptr) != 1)
+      fail("tls_server_config.client_ca_file " + t.client_ca_file + " cannot be used");
+    STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(t.client_ca_file.c_str());
+    if (names) SSL_CTX_set_client_CA_list(ctx, names);
+  }
+  SSL_CTX_set_verify(ctx, mode, cb);
+  // Sessions are not resumed across restarts; a fixed id context keeps client-cert sessions valid.
+  static const unsigned char kSid[] = "rdma_exporter";
+  SSL_CTX_set_session_id_context(ctx, kSid, sizeof kSid - 1);
+  return ctx;
+}
+
 }  // namespace
 
 std::string civetweb_listening_port(const std::string& listen_address) {
@@ -46,28 +113,77 @@ std::string civetweb_listening_port(const std::string& listen_address) {
 }
 
 HttpServer::HttpServer(HttpOptions opts, HttpHandlers handlers)
-    : opts_(std::move(opts)), handlers_(std::move(handlers)) {
+    : opts_(std::move(opts)), handlers_(std::move(handlers)), auth_(opts_.web.basic_auth_users) {
   std::string ports = civetweb_listening_port(opts_.listen_address);
+  if (opts_.web.tls) {
+    ssl_ctx_ = make_ssl_ctx(*opts_.web.tls, opts_.web.origin);
+    ports += "s";
+  }
   std::string threads = std::to_string(opts_.threads);
   std::string timeout = std::to_string(opts_.request_timeout_ms);
+  std::string max_request = std::to_string(opts_.max_request_size);
   // Keep-alive with tcp_nodelay: Prometheus reuses connections; without nodelay each reply
   // waits 40 ms on delayed ACKs.
-  const char* options[] = {"listening_ports",   ports.c_str(), "num_threads", threads.c_str(),
-                           "request_timeout_ms", timeout.c_str(), "enable_keep_alive", "yes",
-                           "tcp_nodelay", "1", nullptr};
+  const char* options[] = {"listening_ports",   ports.c_str(),   "num_threads",      threads.c_str(),
+                           "request_timeout_ms", timeout.c_str(), "max_request_size", max_request.c_str(),
+                           "enable_keep_alive", "yes",           "tcp_nodelay",      "1",
+                           nullptr};
   mg_callbacks callbacks{};
   callbacks.log_message = log_message;
-  mg_init_library(0);
+  callbacks.external_ssl_ctx = &HttpServer::external_ssl_ctx;
+  mg_init_library(opts_.web.tls ? MG_FEATURES_TLS : 0);
   ctx_ = mg_start(&callbacks, this, options);
-  if (!ctx_) throw std::runtime_error("cannot listen on " + opts_.listen_address + " (address in use or invalid?)");
+  if (!ctx_) {
+    if (ssl_ctx_) SSL_CTX_free(static_cast<SSL_CTX*>(ssl_ctx_));
+    ssl_ctx_ = nullptr;
+    throw std::runtime_error("cannot listen on " + opts_.listen_address +
+                             (opts_.web.tls ? " with TLS (address in use or invalid, or libssl.so not loadable?)"
+                                            : " (address in use or invalid?)"));
+  }
   mg_set_request_handler(ctx_, "/", &HttpServer::dispatch, this);
   mg_server_port sp[4];
   int n = mg_get_server_ports(ctx_, 4, sp);
   if (n > 0) port_ = sp[0].port;
 }
 
+// civetweb's master thread polls the listening socket in 2 s quanta and only then sees the stop
+// flag, so mg_stop() alone takes up to 2 s. While it runs, poke the socket with empty loopback
+// connections (every 50 ms) so that the poll returns at once: shutdown takes milliseconds.
 HttpServer::~HttpServer() {
-  if (ctx_) mg_stop(ctx_);
+  if (ctx_) {
+    std::atomic<bool> stopped{false};
+    std::string host = opts_.listen_address.substr(0, opts_.listen_address.rfind(':'));
+    if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
+    const int port = port_;
+    std::thread waker([&stopped, host, port] {
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_port = htons(static_cast<std::uint16_t>(port));
+      if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) return;
+      while (!stopped.load()) {
+        int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0) {
+          (void)::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+          ::close(fd);
+        }
+        for (int i = 0; i < 10 && !stopped.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    });
+    mg_stop(ctx_);
+    stopped.store(true);
+    waker.join();
+  }
+  if (ssl_ctx_) SSL_CTX_free(static_cast<SSL_CTX*>(ssl_ctx_));
+}
+
+// civetweb asks for a context when it starts (*ssl_ctx == NULL: hand ours over, return 1) and
+// again when it frees its own (non-NULL: return 0 so that civetweb frees it, as with its own).
+int HttpServer::external_ssl_ctx(void** ssl_ctx, void* self) {
+  auto* server = static_cast<HttpServer*>(self);
+  if (*ssl_ctx != nullptr) return 0;
+  if (!server->ssl_ctx_) return 0;  // plain HTTP
+  *ssl_ctx = std::exchange(server->ssl_ctx_, nullptr);
+  return 1;
 }
 
 int HttpServer::dispatch(mg_connection* conn, void* self) { return static_cast<HttpServer*>(self)->handle(conn); }
@@ -76,30 +192,25 @@ int HttpServer::handle(mg_connection* conn) {
   const mg_request_info* ri = mg_get_request_info(conn);
   std::string_view method = ri->request_method;
   std::string_view uri = ri->local_uri ? ri->local_uri : "";
+  if (auth_.enabled() && !auth_.check(mg_get_header(conn, "Authorization"))) {
+    ++stats_.unauthorized;
+    send(conn, 401, "Unauthorized", "text/plain; charset=utf-8", "unauthorized\n",
+         "WWW-Authenticate: Basic realm=\"rdma_exporter\", charset=\"UTF-8\"\r\n");
+    return 401;
+  }
   if (method != "GET" && method != "HEAD") {
+    ++stats_.bad_method;
     send(conn, 405, "Method Not Allowed", "text/plain; charset=utf-8", "method not allowed\n", "Allow: GET, HEAD\r\n");
     return 405;
   }
-  if (uri == opts_.telemetry_path) {
-    std::string text;
-    try {
-      text = handlers_.metrics_text();
-    } catch (const std::exception& e) {
-      spdlog::error("scrape failed: {}", e.what());
-      send(conn, 500, "Internal Server Error", "text/plain; charset=utf-8", "scrape failed\n");
-      return 500;
-    }
-    const char* ae = mg_get_header(conn, "Accept-Encoding");
-    if (ae && accepts_gzip(ae)) {
-      std::string gz = gzip_compress(text);
-      if (!gz.empty()) {
-        send(conn, 200, "OK", kTextContentType, gz, "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n");
-        return 200;
-      }
-    }
-    send(conn, 200, "OK", kTextContentType, text, "Vary: Accept-Encoding\r\n");
-    return 200;
+  // Nothing here reads a body: refuse one rather than let civetweb drain it.
+  if (ri->content_length > 0) {
+    ++stats_.too_large;
+    send(conn, 413, "Payload Too Large", "text/plain; charset=utf-8", "request body not accepted\n",
+         "Connection: close\r\n");
+    return 413;
   }
+  if (uri == opts_.telemetry_path) return serve_metrics(conn);
   if (uri == "/healthz") {
     send(conn, 200, "OK", "text/plain; charset=utf-8", "ok\n");
     return 200;
@@ -108,8 +219,44 @@ int HttpServer::handle(mg_connection* conn) {
     send(conn, 200, "OK", "text/html; charset=utf-8", handlers_.landing_html());
     return 200;
   }
+  ++stats_.not_found;
   send(conn, 404, "Not Found", "text/plain; charset=utf-8", "not found\n");
   return 404;
+}
+
+int HttpServer::serve_metrics(mg_connection* conn) {
+  // Admission: the excess over max_concurrent_scrapes is refused at once, never queued.
+  struct InFlight {
+    std::atomic<int>& n;
+    ~InFlight() { --n; }
+  };
+  int now = ++scrapes_in_flight_;
+  InFlight guard{scrapes_in_flight_};
+  if (opts_.max_concurrent_scrapes > 0 && now > opts_.max_concurrent_scrapes) {
+    ++stats_.too_many_scrapes;
+    send(conn, 503, "Service Unavailable", "text/plain; charset=utf-8",
+         "too many concurrent scrapes (--web.max-concurrent-scrapes)\n", "Retry-After: 1\r\n");
+    return 503;
+  }
+  std::string text;
+  try {
+    text = handlers_.metrics_text();
+  } catch (const std::exception& e) {
+    ++stats_.scrape_failed;
+    spdlog::error("scrape failed: {}", e.what());
+    send(conn, 500, "Internal Server Error", "text/plain; charset=utf-8", "scrape failed\n");
+    return 500;
+  }
+  const char* ae = mg_get_header(conn, "Accept-Encoding");
+  if (ae && accepts_gzip(ae)) {
+    std::string gz = gzip_compress(text);
+    if (!gz.empty()) {
+      send(conn, 200, "OK", kTextContentType, gz, "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n");
+      return 200;
+    }
+  }
+  send(conn, 200, "OK", kTextContentType, text, "Vary: Accept-Encoding\r\n");
+  return 200;
 }
 
 }  // namespace rdma::exporter

@@ -1,10 +1,22 @@
-// HTTP on CivetWeb: the telemetry path, a landing page at "/", "/healthz". Nothing else answers.
+// HTTP(S) on CivetWeb: the telemetry path, a landing page at "/", "/healthz". Nothing else
+// answers (404; methods other than GET/HEAD get 405). Hardening (docs/security.md):
+//  - TLS from a web config (exporter-toolkit format) through an SSL_CTX built here and handed to
+//    civetweb (external_ssl_ctx); the OpenSSL 3 crash is avoided by exporter/tls/ (the shim).
+//  - HTTP basic auth (bcrypt) on every path.
+//  - At most max_concurrent_scrapes requests run the scrape at once; the excess get 503 at once.
+//  - request_timeout_ms bounds every socket read/write; max_request_size bounds the request
+//    head; a GET/HEAD with a body gets 413.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "exporter/web_config.h"
 
 struct mg_context;
 struct mg_connection;
@@ -15,7 +27,10 @@ struct HttpOptions {
   std::string listen_address = ":9661";   // [host]:port; civetweb in Debian has no IPv6
   std::string telemetry_path = "/metrics";
   int threads = 8;
-  int request_timeout_ms = 30000;
+  int request_timeout_ms = 10000;
+  int max_concurrent_scrapes = 4;          // 0: no limit
+  std::size_t max_request_size = 16384;    // bytes of request line + headers
+  WebConfig web;                           // TLS and basic auth (default: neither)
 };
 
 struct HttpHandlers {
@@ -23,20 +38,39 @@ struct HttpHandlers {
   std::function<std::string()> landing_html;
 };
 
+// Requests refused by the server, by reason; read for rdma_exporter_http_requests_rejected_total.
+struct HttpStats {
+  std::atomic<std::uint64_t> too_many_scrapes{0};  // 503
+  std::atomic<std::uint64_t> unauthorized{0};      // 401
+  std::atomic<std::uint64_t> not_found{0};         // 404
+  std::atomic<std::uint64_t> bad_method{0};        // 405
+  std::atomic<std::uint64_t> too_large{0};         // 413
+  std::atomic<std::uint64_t> scrape_failed{0};     // 500
+};
+
 class HttpServer {
  public:
-  HttpServer(HttpOptions opts, HttpHandlers handlers);  // throws std::runtime_error on bind failure
+  // Throws std::runtime_error on bind failure or a TLS setup error (bad key, cert/key mismatch).
+  HttpServer(HttpOptions opts, HttpHandlers handlers);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
   // Port actually bound (useful with port 0 in tests).
   int port() const { return port_; }
+  bool tls() const { return opts_.web.tls.has_value(); }
+  const HttpStats& stats() const { return stats_; }
 
  private:
   static int dispatch(mg_connection* conn, void* self);
+  static int external_ssl_ctx(void** ssl_ctx, void* self);
   int handle(mg_connection* conn);
+  int serve_metrics(mg_connection* conn);
   HttpOptions opts_;
   HttpHandlers handlers_;
+  BasicAuthenticator auth_;
+  HttpStats stats_;
+  std::atomic<int> scrapes_in_flight_{0};
+  void* ssl_ctx_ = nullptr;  // SSL_CTX* until civetweb takes it
   mg_context* ctx_ = nullptr;
   int port_ = 0;
 };

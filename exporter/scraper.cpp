@@ -168,6 +168,7 @@ void Scraper::add_self_metrics(MetricSink& out, const std::vector<std::pair<Slot
   out.gauge_u64("rdma_exporter_devices_excluded", "RDMA devices skipped by the device include/exclude filters.", {},
                 host.excluded.size());
   out.counter("rdma_exporter_scrapes_total", "Scrapes served since start.", {}, scrapes_.load());
+  if (self_metrics_hook_) self_metrics_hook_(out);
 }
 
 std::string Scraper::scrape_text() {

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -41,6 +42,9 @@ class Scraper {
   void start();  // starts background collectors
   void stop();   // stops them; idempotent
   std::vector<std::string> collector_names() const;
+  // Extra self-metrics appended to every scrape by the daemon (config reloads, HTTP rejections).
+  // Set before the first scrape; called under the scrape lock.
+  void set_self_metrics_hook(std::function<void(MetricSink&)> hook) { self_metrics_hook_ = std::move(hook); }
 
  private:
   struct Slot;
@@ -54,6 +58,7 @@ class Scraper {
   ErrorReporter discovery_errors_{"discovery"};
   std::atomic<std::uint64_t> scrapes_{0};
   bool stopped_ = false;
+  std::function<void(MetricSink&)> self_metrics_hook_;
 };
 
 }  // namespace rdma::exporter

@@ -13,6 +13,8 @@ PACKAGES=(
   rdma-core ibverbs-providers infiniband-diags ethtool iproute2 curl
   # test peers: promtool/Prometheus, node_exporter (benchmark reference)
   prometheus prometheus-node-exporter
+  # hardening (issue 9): TLS + bcrypt, test certificates, fuzzing (clang + libFuzzer), load bench
+  libssl-dev libcrypt-dev openssl clang libclang-rt-14-dev wrk
 )
 
 missing=()

@@ -139,7 +139,7 @@ class PortCollector final : public exporter::Collector {
       // A counter this version does not know yet: exported under its kernel name.
       Labels l = base;
       l.emplace_back("counter", c.name);
-      out.counter("rdma_port_counter_other_total", "PMA counter files not known to this exporter version, by file name.",
+      out.counter("rdma_port_pma_other_total", "PMA counter files not known to this exporter version, by file name.",
                   std::move(l), v);
       return;
     }
@@ -151,7 +151,7 @@ class PortCollector final : public exporter::Collector {
     if (width > 0 && width < 64) {
       Labels l = base;
       l.emplace_back("counter", std::string(def->file));
-      out.gauge("rdma_port_counter_saturated",
+      out.gauge("rdma_port_pma_saturated",
                 "1 when a PMA counter narrower than 64 bits sits at its maximum (it no longer counts until reset).",
                 std::move(l), v >= max_for_width(width) ? 1.0 : 0.0);
     }

@@ -25,7 +25,7 @@ Result<std::vector<CounterReading>> read_counter_dir(const std::string& dir) {
   path += '/';
   const std::size_t base = path.size();
   for (auto& e : entries.value) {
-    if (e.is_dir) continue;
+    // Counter directories hold only files; anything else is read anyway and fails visibly.
     path.resize(base);
     path += e.name;
     out.push_back(CounterReading{std::move(e.name), read_u64(path)});

@@ -7,7 +7,8 @@
 #   tests/vm/vm-run.sh --prepare        # install packages + build the guest image only
 #
 #   --build DIR   the build tree, mounted read-write at the same path in the
-#                 guest (same as --rw DIR; kept for readability)
+#                 guest, and exported there as $VM_BUILD_DIR (the guest test
+#                 scripts find rdma_exporter and rdma_write_loop through it)
 #   --rw DIR      any other host dir to mount read-write at its host path
 #   --shell       interactive bash in the guest (after CMD, if one is given);
 #                 leave with 'exit' (or Ctrl-a x, QEMU's escape)
@@ -70,16 +71,16 @@ since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.1f", b-a}'; }
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 
 # ---------------------------------------------------------------- arguments
-RWDIRS=() SHELL_MODE=0 PREPARE=0 TIMEOUT=
+RWDIRS=() BUILD_DIR= SHELL_MODE=0 PREPARE=0 TIMEOUT=
 while (($#)); do
   case $1 in
-    --build|--rw)
-      [[ $# -ge 2 ]] || die "$1 needs a directory"
-      [[ -d "$2" ]] || die "$1 $2: no such directory"
-      RWDIRS+=("$(cd "$2" && pwd -P)"); shift 2 ;;
-    --build=*|--rw=*)
-      d=${1#*=}; [[ -d "$d" ]] || die "${1%%=*} $d: no such directory"
-      RWDIRS+=("$(cd "$d" && pwd -P)"); shift ;;
+    --build|--rw|--build=*|--rw=*)
+      if [[ "$1" == *=* ]]; then opt=${1%%=*} d=${1#*=}; shift
+      else [[ $# -ge 2 ]] || die "$1 needs a directory"; opt=$1 d=$2; shift 2; fi
+      [[ -d "$d" ]] || die "$opt $d: no such directory"
+      d=$(cd "$d" && pwd -P)
+      RWDIRS+=("$d")
+      [[ "$opt" == --build ]] && BUILD_DIR=$d ;;
     --shell) SHELL_MODE=1; shift ;;
     --timeout) [[ $# -ge 2 ]] || die "--timeout needs seconds"; TIMEOUT=$2; shift 2 ;;
     --timeout=*) TIMEOUT=${1#*=}; shift ;;
@@ -140,9 +141,9 @@ ensure_packages() {
     missing+=(busybox-static)
   fi
   ((${#missing[@]})) || return 0
-  local list; list=$(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')
+  local list; list=$(printf '%s\n' "${missing[@]}" | sort -u | paste -sd' ')
   if [[ ! -r /etc/debian_version ]] || ! command -v apt-get >/dev/null; then
-    die "missing: ${list}(this harness needs Debian 12 / bookworm packages)"
+    die "missing: ${list} (this harness needs Debian 12 / bookworm packages)"
   fi
   if [[ "${RDMA_EXPORTER_VM_NO_INSTALL:-0}" == 1 ]]; then
     die "missing packages: ${list}; install them with: apt-get install --no-install-recommends ${list}"
@@ -283,6 +284,7 @@ trap 'exit 143' TERM
 cp "$HERE/lib/stage2.sh" "$CTL/stage2.sh"
 {
   printf 'export VM_CWD=%q\n' "$PWD"
+  [[ -n "$BUILD_DIR" ]] && printf 'export VM_BUILD_DIR=%q\n' "$BUILD_DIR"
   [[ -n "${CI:-}" ]] && printf 'export CI=%q\n' "$CI"
   for v in ${RDMA_EXPORTER_VM_PASSENV:-}; do
     [[ -n "${!v+x}" ]] && printf 'export %s=%q\n' "$v" "${!v}"
@@ -328,8 +330,9 @@ if ((SHELL_MODE)); then
 else
   QEMU+=(-chardev stdio,id=con,signal=off -serial chardev:con)
   # the console (the command's stdout+stderr), without the serial line's CRs
+  # and without the kernel's closing "reboot: Power down"
   { if ((TIMEOUT > 0)); then exec timeout -k 5 "$(left)" "${QEMU[@]}"; else exec "${QEMU[@]}"; fi; } \
-    </dev/null 2>&1 > >(sed -u 's/\r$//') &
+    </dev/null 2>&1 > >(sed -u -e 's/\r$//' -e '/^\[ *[0-9.]*\] reboot: Power down$/d') &
   QPID=$!
   qrc=0; wait "$QPID" || qrc=$?
   QPID=

@@ -6,11 +6,13 @@
 # what it exports with what the kernel says (sysfs, ibv_devices, ...).
 #
 # Environment:
-#   RDMA_EXPORTER_BIN   the exporter binary (required)
+#   RDMA_EXPORTER_BIN   the exporter binary (default: $VM_BUILD_DIR/rdma_exporter;
+#                       vm-run.sh --build DIR sets VM_BUILD_DIR in the guest)
 #   VM_TEST_PORT        the exporter's port on 127.0.0.1 (default 9879)
 set -uo pipefail
 
-EXPORTER=${RDMA_EXPORTER_BIN:?set RDMA_EXPORTER_BIN to the rdma_exporter binary}
+EXPORTER=${RDMA_EXPORTER_BIN:-${VM_BUILD_DIR:+$VM_BUILD_DIR/rdma_exporter}}
+[[ -n "$EXPORTER" ]] || { echo "FATAL: set RDMA_EXPORTER_BIN, or run vm-run.sh with --build DIR"; exit 2; }
 VM_TEST_PORT=${VM_TEST_PORT:-9879}
 VM_TEST_NAME=$(basename "$0" .sh)
 WORK=$(mktemp -d /tmp/vmtest.XXXXXX)

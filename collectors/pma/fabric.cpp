@@ -1,0 +1,304 @@
+#include "collectors/pma/fabric.h"
+
+#include <infiniband/ibnetdisc.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "collectors/pma/pma_metrics.h"
+
+namespace rdma::collectors::pma {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+std::string trim_desc(const char* s) {
+  std::string d(s);
+  while (!d.empty() && (d.back() == ' ' || d.back() == '\0' || d.back() == '\n')) d.pop_back();
+  return d;
+}
+std::string type_label(int t) {
+  switch (t) {
+    case IB_NODE_SWITCH: return "switch";
+    case IB_NODE_CA: return "ca";
+    case IB_NODE_ROUTER: return "router";
+    default: return "unknown";
+  }
+}
+}  // namespace
+
+std::unique_ptr<Topology> discover(const FabricOptions& o, const mad::NodeNameMap& names, std::string* error) {
+  ibnd_config_t cfg;
+  std::memset(&cfg, 0, sizeof cfg);
+  cfg.timeout_ms = static_cast<unsigned>(o.query.timeout.count());
+  cfg.retries = o.query.retries;
+  cfg.max_smps = std::max(2u, std::min(o.query.window, 16u));
+  std::string ca = o.ca;
+  ibnd_fabric_t* f = ibnd_discover_fabric(ca.empty() ? nullptr : ca.data(), o.port, nullptr, &cfg);
+  if (!f) {
+    if (error) *error = "ibnd_discover_fabric failed";
+    return nullptr;
+  }
+  auto name_of = [&names](const ibnd_node_t* n) {
+    if (const std::string* m = names.find(n->guid)) return *m;
+    return trim_desc(n->nodedesc);
+  };
+  auto topo = std::make_unique<Topology>();
+  for (ibnd_node_t* n = f->nodes; n; n = n->next) {
+    FabricNode node;
+    node.guid = n->guid;
+    node.guid_label = mad::guid_label(n->guid);
+    node.name = name_of(n);
+    node.type = type_label(n->type);
+    const bool sw = n->type == IB_NODE_SWITCH;
+    if (sw && n->ports && n->ports[0]) node.lid = n->ports[0]->base_lid;
+    for (int p = 1; p <= n->numports && n->ports; ++p) {
+      const ibnd_port_t* port = n->ports[p];
+      if (!port || !port->remoteport || !port->remoteport->node) continue;  // not cabled
+      FabricPort fp;
+      fp.number = static_cast<std::uint8_t>(p);
+      fp.lid = sw ? node.lid : port->base_lid;  // switch ports share port 0's LID
+      if (fp.lid == 0) continue;                // not configured by an SM yet: not addressable
+      fp.remote_guid = mad::guid_label(port->remoteport->node->guid);
+      fp.remote_name = name_of(port->remoteport->node);
+      fp.remote_port = std::to_string(port->remoteport->portnum);
+      if (node.lid == 0) node.lid = fp.lid;
+      node.ports.push_back(std::move(fp));
+    }
+    topo->nodes.push_back(std::move(node));
+  }
+  ibnd_destroy_fabric(f);
+  return topo;
+}
+
+FabricLoop::FabricLoop(FabricOptions o) : o_(std::move(o)) {
+  if (!o_.node_name_map.empty()) {
+    std::ifstream in(o_.node_name_map);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    names_ = mad::parse_node_name_map(ss.str());
+  }
+}
+
+FabricLoop::~FabricLoop() { stop(); }
+
+void FabricLoop::start() {
+  std::lock_guard lock(run_mu_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  stop_flag_ = false;
+  thread_ = std::thread([this] { run(); });
+}
+
+void FabricLoop::stop() {
+  {
+    std::lock_guard lock(run_mu_);
+    stopping_ = true;
+    stop_flag_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void FabricLoop::run() {
+  for (;;) {
+    try {
+      refresh_once();
+    } catch (const std::exception& e) {
+      spdlog::warn("pma fabric refresh failed: {}", e.what());
+    }
+    std::unique_lock lock(run_mu_);
+    if (cv_.wait_for(lock, o_.period, [this] { return stopping_; })) return;
+  }
+}
+
+void FabricLoop::publish(exporter::MetricSink sink) {
+  auto s = std::make_shared<Snapshot>();
+  s->sink = std::move(sink);
+  s->taken = Clock::now();
+  std::lock_guard lock(snap_mu_);
+  snap_ = std::move(s);
+}
+
+void FabricLoop::collect(exporter::MetricSink& out) const {
+  std::shared_ptr<const Snapshot> s;
+  {
+    std::lock_guard lock(snap_mu_);
+    s = snap_;
+  }
+  if (!s) return;
+  exporter::MetricSink copy = s->sink;
+  copy.gauge("rdma_pma_fabric_snapshot_age_seconds", "Seconds since the fabric snapshot served here was taken.", {},
+             std::chrono::duration<double>(Clock::now() - s->taken).count());
+  out.append(std::move(copy));
+}
+
+void FabricLoop::refresh_once() {
+  const auto t0 = Clock::now();
+  exporter::MetricSink sink;
+  if (!client_) {
+    std::string err;
+    client_ = mad::MadClient::shared(o_.ca, o_.port, &err);
+    if (!client_) {
+      ++discovery_errors_;
+      spdlog::warn("pma fabric: cannot open MAD port: {}", err);
+    }
+  }
+  if (client_ && (rediscover_ || !topo_ || Clock::now() - discovered_at_ >= o_.discovery_period)) {
+    std::string err;
+    const auto d0 = Clock::now();
+    auto t = discover(o_, names_, &err);
+    discovery_seconds_ = std::chrono::duration<double>(Clock::now() - d0).count();
+    if (t) {
+      topo_ = std::move(t);
+      discovered_at_ = Clock::now();
+      rediscover_ = false;
+    } else {
+      ++discovery_errors_;
+      spdlog::warn("pma fabric: discovery failed: {} (keeping the previous topology)", err);
+    }
+  }
+  std::size_t ports_ok = 0, ports_seen = 0;
+  std::map<std::string, std::uint64_t> nodes_by_type;
+  if (client_ && topo_) {
+    auto& nodes = topo_->nodes;
+    auto count_error = [this](const FabricNode& n, mad::Outcome o) {
+      auto& e = node_errors_[n.guid_label];
+      e.name = n.name;
+      ++e.by_reason[std::string(mad::outcome_label(o))];
+    };
+    // Whole query lists go in chunks so that a local-mode scrape waits at most one chunk.
+    const std::size_t chunk = std::max<std::size_t>(256, o_.query.window * 4);
+    auto run_queries = [&](const std::vector<mad::PmaQuery>& qs) {
+      std::vector<mad::PmaReply> all;
+      all.reserve(qs.size());
+      for (std::size_t i = 0; i < qs.size() && !stop_flag_; i += chunk) {
+        mad::QueryStats st;
+        auto part = client_->query(std::span(qs).subspan(i, std::min(chunk, qs.size() - i)), o_.query, &st);
+        mads_ += st.sent;
+        stray_ += st.stray;
+        for (auto& r : part) all.push_back(r);
+      }
+      all.resize(qs.size());  // stopped early: the rest count as not answered (outcome timeout)
+      return all;
+    };
+    auto timeouts_of = [this](const FabricNode& n, const mad::PmaReply& r) {
+      // Only timeouts are retried: every attempt but a final non-timeout one timed out.
+      const unsigned t = r.outcome == mad::Outcome::kTimeout ? r.attempts : (r.attempts ? r.attempts - 1u : 0u);
+      if (t) {
+        auto& e = node_errors_[n.guid_label];
+        e.name = n.name;
+        e.timeouts += t;
+      }
+    };
+    // 1. ClassPortInfo of nodes not seen before.
+    std::vector<mad::PmaQuery> qs;
+    std::vector<std::size_t> who;
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      if (!nodes[i].ports.empty() && !caps_.count(nodes[i].guid_label)) {
+        qs.push_back({nodes[i].lid, 0, mad::PmaAttr::kClassPortInfo});
+        who.push_back(i);
+      }
+    auto replies = run_queries(qs);
+    if (stop_flag_) return;
+    for (std::size_t k = 0; k < qs.size(); ++k) {
+      const FabricNode& n = nodes[who[k]];
+      timeouts_of(n, replies[k]);
+      PortReadings r;
+      if (replies[k].outcome == mad::Outcome::kOk && store(r, mad::PmaAttr::kClassPortInfo, replies[k]))
+        caps_[n.guid_label] = r.cap_mask;
+      else
+        count_error(n, replies[k].outcome == mad::Outcome::kOk ? mad::Outcome::kMalformed : replies[k].outcome);
+    }
+    // 2. Counters of every cabled port of every node whose capabilities are known.
+    struct Slot {
+      std::size_t node, port;
+      mad::PmaAttr attr;
+    };
+    std::vector<Slot> slots;
+    qs.clear();
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      ++nodes_by_type[nodes[i].type];
+      auto cap = caps_.find(nodes[i].guid_label);
+      if (cap == caps_.end()) continue;
+      const auto attrs = attributes_for(cap->second, o_.vl_xmit_wait && !vl_unsupported_[nodes[i].guid_label]);
+      for (std::size_t p = 0; p < nodes[i].ports.size(); ++p)
+        for (auto a : attrs) {
+          qs.push_back({nodes[i].ports[p].lid, nodes[i].ports[p].number, a});
+          slots.push_back({i, p, a});
+        }
+    }
+    replies = run_queries(qs);
+    if (stop_flag_) return;
+    std::vector<std::vector<PortReadings>> readings(nodes.size());
+    std::vector<std::vector<bool>> failed(nodes.size());
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      readings[i].resize(nodes[i].ports.size());
+      failed[i].assign(nodes[i].ports.size(), false);
+      auto cap = caps_.find(nodes[i].guid_label);
+      for (auto& r : readings[i]) r.cap_mask = cap == caps_.end() ? 0 : cap->second;
+    }
+    bool any_unreachable = false;
+    for (std::size_t k = 0; k < qs.size(); ++k) {
+      const Slot& s = slots[k];
+      const FabricNode& n = nodes[s.node];
+      timeouts_of(n, replies[k]);
+      const auto& rep = replies[k];
+      if (rep.outcome == mad::Outcome::kOk) {
+        if (!store(readings[s.node][s.port], s.attr, rep)) count_error(n, mad::Outcome::kMalformed);
+        continue;
+      }
+      if (s.attr == mad::PmaAttr::kPortVLXmitWaitCounters && rep.outcome == mad::Outcome::kStatus &&
+          mad::status_unsupported(rep.status)) {
+        vl_unsupported_[n.guid_label] = true;  // optional attribute: not an error
+        continue;
+      }
+      if (rep.outcome == mad::Outcome::kSendError || rep.outcome == mad::Outcome::kTimeout) any_unreachable = true;
+      failed[s.node][s.port] = true;
+      count_error(n, rep.outcome);
+    }
+    if (any_unreachable) rediscover_ = true;  // a node may have gone: look again next time
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const FabricNode& n = nodes[i];
+      for (std::size_t p = 0; p < n.ports.size(); ++p) {
+        const FabricPort& fp = n.ports[p];
+        ++ports_seen;
+        if (!failed[i][p] && readings[i][p].pc) ++ports_ok;
+        exporter::Labels base{{"node_guid", n.guid_label}, {"node_name", n.name},       {"node_type", n.type},
+                              {"port", std::to_string(fp.number)}, {"remote_guid", fp.remote_guid},
+                              {"remote_name", fp.remote_name}, {"remote_port", fp.remote_port}};
+        emit_port(readings[i][p], "rdma_pma_fabric_port_", base, sink);
+      }
+    }
+  }
+  ++refreshes_;
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  sink.gauge("rdma_pma_fabric_scrape_duration_seconds",
+             "Duration of the last fabric refresh (discovery, when it ran, and every PMA query).", {}, seconds);
+  sink.gauge("rdma_pma_fabric_discovery_duration_seconds", "Duration of the last libibnetdisc discovery.", {},
+             discovery_seconds_);
+  for (const auto& [type, count] : nodes_by_type)
+    sink.gauge_u64("rdma_pma_fabric_nodes", "Nodes in the discovered fabric, by node type.", {{"type", type}}, count);
+  sink.gauge_u64("rdma_pma_fabric_ports", "Cabled ports with a LID queried in the last refresh.", {}, ports_seen);
+  sink.gauge_u64("rdma_pma_fabric_ports_answered", "Ports whose PortCounters answered in the last refresh.", {}, ports_ok);
+  sink.counter("rdma_pma_fabric_refreshes_total", "Fabric refreshes run since start.", {}, refreshes_);
+  sink.counter("rdma_pma_fabric_mads_total", "PMA MADs sent by fabric mode, retries included.", {}, mads_);
+  sink.counter("rdma_pma_fabric_stray_replies_total", "Replies that matched no outstanding request (late or duplicate).",
+               {}, stray_);
+  sink.counter("rdma_pma_fabric_discovery_errors_total", "Failed fabric discoveries (or a MAD port that would not open).",
+               {}, discovery_errors_);
+  for (const auto& [guid, e] : node_errors_) {
+    sink.counter("rdma_pma_fabric_mad_timeouts_total", "PMA MAD attempts to this node that timed out (each retry counts).",
+                 {{"node_guid", guid}, {"node_name", e.name}}, e.timeouts);
+    for (const auto& [reason, count] : e.by_reason)
+      sink.counter("rdma_pma_fabric_mad_errors_total",
+                   "PMA queries to this node that failed after every retry, by reason (timeout, mad_status, send_error, malformed).",
+                   {{"node_guid", guid}, {"node_name", e.name}, {"reason", reason}}, count);
+  }
+  publish(std::move(sink));
+}
+
+}  // namespace rdma::collectors::pma

@@ -1,0 +1,227 @@
+// Collector "pma": InfiniBand port counters read from the Performance Management Agent with MADs
+// (what perfquery does), instead of sysfs.
+//  - local mode (default on): every local InfiniBand port libibumad lists, queried through its
+//    own umad port at its own LID, synchronously at scrape time (a handful of MADs);
+//  - fabric mode (opt-in): every cabled port of the fabric libibnetdisc finds, refreshed on a
+//    background loop; collect() copies the last snapshot.
+// Counters are only read (Get); this collector never sends a Set, so it never resets counters.
+#include <spdlog/spdlog.h>
+
+#include <map>
+#include <memory>
+#include <set>
+#include <unistd.h>
+
+#include "collectors/pma/fabric.h"
+#include "collectors/pma/pma_metrics.h"
+#include "exporter/collector.h"
+#include "sources/mad/mad_client.h"
+
+namespace rdma::collectors::pma {
+namespace {
+
+using exporter::MetricSink;
+
+struct LocalOptions {
+  bool enabled = true;
+  bool vl_xmit_wait = true;
+  mad::QueryOptions query;
+};
+
+class PmaCollector final : public exporter::Collector {
+ public:
+  PmaCollector(LocalOptions local, std::unique_ptr<FabricLoop> fabric)
+      : local_(std::move(local)), fabric_(std::move(fabric)) {}
+
+  void start() override {
+    if (fabric_) fabric_->start();
+  }
+  void stop() override {
+    if (fabric_) fabric_->stop();
+  }
+
+  void collect(const exporter::ScrapeContext& ctx, MetricSink& out) override {
+    if (local_.enabled) collect_local(ctx, out);
+    if (fabric_) fabric_->collect(out);
+  }
+
+ private:
+  struct PortState {
+    std::optional<std::uint16_t> cap;
+    bool vl_unsupported = false;
+  };
+
+  static const model::PortModel* host_port(const model::HostModel& host, const std::string& dev, int port) {
+    for (const auto& d : host.devices)
+      if (d.name == dev)
+        for (const auto& p : d.ports)
+          if (static_cast<int>(p.number) == port) return &p;
+    return nullptr;
+  }
+
+  void log_once(const std::string& key, const std::string& msg) {
+    if (logged_.insert(key).second) spdlog::info("pma: {}", msg);
+  }
+
+  void collect_local(const exporter::ScrapeContext& ctx, MetricSink& out) {
+    std::string list_error;
+    const auto ports = mad::list_local_ports(&list_error);
+    if (!list_error.empty()) ctx.errors.report("no_device", "umad", list_error);
+    std::uint64_t queried = 0;
+    for (const auto& lp : ports) {
+      const std::string id = lp.ca + "/" + std::to_string(lp.port);
+      bool excluded = false;
+      for (const auto& e : ctx.host.excluded) excluded |= e == lp.ca;
+      if (excluded) continue;
+      const model::PortModel* hp = host_port(ctx.host, lp.ca, lp.port);
+      if (lp.link_layer == "Ethernet" || (hp && hp->link_layer == model::LinkLayer::kEthernet)) {
+        log_once(id, "skipping " + id + ": link layer Ethernet (RoCE ports have no subnet management; use the port collector)");
+        continue;
+      }
+      if (lp.state != 4 || lp.lid == 0) {
+        log_once(id + "/down", "skipping " + id + " while it is not ACTIVE with a LID (state " + std::to_string(lp.state) +
+                                   ", lid " + std::to_string(lp.lid) + ")");
+        continue;
+      }
+      ++queried;
+      collect_port(ctx, lp, id, out);
+    }
+    out.gauge_u64("rdma_pma_local_ports", "Local InfiniBand ports queried through their PMA in this scrape.", {}, queried);
+  }
+
+  void collect_port(const exporter::ScrapeContext& ctx, const mad::LocalPort& lp, const std::string& id, MetricSink& out) {
+    std::string err;
+    auto client = mad::MadClient::shared(lp.ca, lp.port, &err);
+    if (!client) {
+      ctx.errors.report("no_device", id, "cannot open MAD port " + id + ": " + err);
+      return;
+    }
+    PortState& st = state_[id];
+    const auto port_select = static_cast<std::uint8_t>(lp.port);
+    auto fail = [&](mad::PmaAttr a, const mad::PmaReply& r) {
+      const std::string reason(r.outcome == mad::Outcome::kOk ? "malformed" : mad::outcome_label(r.outcome));
+      ctx.errors.report(reason, id + "/" + std::string(mad::attr_name(a)),
+                        "PMA " + std::string(mad::attr_name(a)) + " of " + id + " (lid " + std::to_string(lp.lid) +
+                            ") failed: " + reason + " " + mad::status_text(r.status));
+    };
+    PortReadings readings;
+    if (!st.cap) {
+      const mad::PmaQuery q{lp.lid, port_select, mad::PmaAttr::kClassPortInfo};
+      auto r = client->query(std::span(&q, 1), local_.query);
+      if (r[0].outcome != mad::Outcome::kOk || !store(readings, q.attr, r[0])) {
+        fail(q.attr, r[0]);
+        return;
+      }
+      st.cap = readings.cap_mask;
+    }
+    readings.cap_mask = *st.cap;
+    const auto attrs = attributes_for(*st.cap, local_.vl_xmit_wait && !st.vl_unsupported);
+    std::vector<mad::PmaQuery> qs;
+    for (auto a : attrs) qs.push_back({lp.lid, port_select, a});
+    auto replies = client->query(qs, local_.query);
+    bool failed = false;
+    for (std::size_t i = 0; i < qs.size(); ++i) {
+      const auto& r = replies[i];
+      if (r.outcome == mad::Outcome::kOk && store(readings, qs[i].attr, r)) continue;
+      if (qs[i].attr == mad::PmaAttr::kPortVLXmitWaitCounters && r.outcome == mad::Outcome::kStatus &&
+          mad::status_unsupported(r.status)) {
+        st.vl_unsupported = true;
+        log_once(id + "/vl", id + " does not support PortVLXmitWaitCounters; per-VL transmit wait not exported");
+        continue;
+      }
+      failed = true;
+      fail(qs[i].attr, r);
+    }
+    if (failed) st.cap.reset();  // re-read ClassPortInfo next time (the port may have changed)
+    const exporter::Labels base{{"device", lp.ca}, {"port", std::to_string(lp.port)}};
+    emit_port(readings, "rdma_pma_port_", base, out);
+    exporter::Labels info = base;
+    info.emplace_back("lid", std::to_string(lp.lid));
+    info.emplace_back("port_guid", mad::guid_label(lp.port_guid));
+    char cap[8];
+    std::snprintf(cap, sizeof cap, "0x%04x", *st.cap ? readings.cap_mask : 0);
+    info.emplace_back("capability_mask", cap);
+    out.info("rdma_pma_port_info", "Local port queried through its PMA: LID, port GUID, PerfMgt ClassPortInfo CapabilityMask.",
+             std::move(info));
+  }
+
+  LocalOptions local_;
+  std::unique_ptr<FabricLoop> fabric_;
+  std::map<std::string, PortState> state_;
+  std::set<std::string> logged_;
+};
+
+std::chrono::milliseconds positive(const exporter::CollectorSettings& s, const std::string& key) {
+  const auto d = s.duration(key);
+  if (d.count() <= 0)
+    throw exporter::ConfigError(s.origin(key) + ": key 'collectors.pma." + key + "' must be a positive duration");
+  return d;
+}
+
+std::int64_t ranged(const exporter::CollectorSettings& s, const std::string& key, std::int64_t lo, std::int64_t hi) {
+  const auto v = s.integer(key);
+  if (v < lo || v > hi) {
+    std::string yaml = key;
+    for (auto& c : yaml)
+      if (c == '-') c = '_';
+    throw exporter::ConfigError(s.origin(key) + ": key 'collectors.pma." + yaml + "' must be between " +
+                                std::to_string(lo) + " and " + std::to_string(hi) + ", got " + std::to_string(v));
+  }
+  return v;
+}
+
+}  // namespace
+
+RDMA_REGISTER_COLLECTOR({
+    .name = "pma",
+    .help = "InfiniBand port counters read with PMA MADs (like perfquery): local ports, and opt-in the whole fabric.",
+    .enabled_by_default = true,
+    .settings =
+        {
+            {"local", exporter::OptionType::kBool, "true",
+             "Query the local InfiniBand ports libibumad lists (Ethernet/RoCE ports are skipped)."},
+            {"timeout", exporter::OptionType::kDuration, "500ms", "Timeout of one PMA MAD attempt."},
+            {"retries", exporter::OptionType::kInt, "2", "Extra attempts after a MAD timed out."},
+            {"window", exporter::OptionType::kInt, "64", "PMA MADs in flight at most (fabric mode)."},
+            {"vl-xmit-wait", exporter::OptionType::kBool, "true",
+             "Also read PortVLXmitWaitCounters (per-VL transmit wait) where the agent supports it."},
+            {"fabric", exporter::OptionType::kBool, "false",
+             "Fabric mode: discover the fabric (libibnetdisc) and read every cabled port in the background."},
+            {"fabric-ca", exporter::OptionType::kString, "", "CA to discover and query the fabric from (default: libibumad's)."},
+            {"fabric-port", exporter::OptionType::kInt, "0", "CA port for fabric mode (0: the first active)."},
+            {"fabric-period", exporter::OptionType::kDuration, "60s", "Fabric refresh period."},
+            {"fabric-discovery-period", exporter::OptionType::kDuration, "10m",
+             "Re-discover the fabric at most this often (and after unreachable nodes)."},
+            {"fabric-vl-xmit-wait", exporter::OptionType::kBool, "false",
+             "Fabric mode: also read PortVLXmitWaitCounters (one more MAD per port)."},
+            {"node-name-map", exporter::OptionType::kString, "",
+             "ibnetdiscover-format node-name-map file (\"0xGUID \\\"name\\\"\" per line) for the node_name labels."},
+        },
+    .create = [](const exporter::CollectorSettings& s, const exporter::GlobalContext&)
+        -> std::unique_ptr<exporter::Collector> {
+      LocalOptions local;
+      local.enabled = s.boolean("local");
+      local.vl_xmit_wait = s.boolean("vl-xmit-wait");
+      local.query.timeout = positive(s, "timeout");
+      local.query.retries = static_cast<unsigned>(ranged(s, "retries", 0, 20));
+      local.query.window = static_cast<unsigned>(ranged(s, "window", 1, 4096));
+      std::unique_ptr<FabricLoop> fabric;
+      if (s.boolean("fabric")) {
+        FabricOptions f;
+        f.ca = s.string("fabric-ca");
+        f.port = static_cast<int>(ranged(s, "fabric-port", 0, 254));
+        f.period = positive(s, "fabric-period");
+        f.discovery_period = positive(s, "fabric-discovery-period");
+        f.node_name_map = s.string("node-name-map");
+        if (!f.node_name_map.empty() && access(f.node_name_map.c_str(), R_OK) != 0)
+          throw exporter::ConfigError(s.origin("node-name-map") + ": key 'collectors.pma.node_name_map': cannot read '" +
+                                      f.node_name_map + "'");
+        f.vl_xmit_wait = s.boolean("fabric-vl-xmit-wait");
+        f.query = local.query;
+        fabric = std::make_unique<FabricLoop>(std::move(f));
+      }
+      return std::make_unique<PmaCollector>(std::move(local), std::move(fabric));
+    },
+});
+
+}  // namespace rdma::collectors::pma

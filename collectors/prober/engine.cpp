@@ -1,0 +1,313 @@
+#include "collectors/prober/engine.h"
+
+#include <algorithm>
+#include <set>
+
+namespace rdma::collectors::prober {
+
+std::string_view state_label(Engine::State s) {
+  switch (s) {
+    case Engine::State::kIdle: return "idle";
+    case Engine::State::kConnecting: return "connecting";
+    case Engine::State::kUp: return "up";
+    case Engine::State::kBackoff: return "backoff";
+    case Engine::State::kSelf: return "self";
+  }
+  return "unknown";
+}
+
+std::vector<double> default_buckets() {
+  std::vector<double> b;
+  for (double decade = 1e-6; decade < 0.1; decade *= 10)
+    for (double m : {1.0, 2.0, 5.0}) b.push_back(m * decade);
+  b.push_back(0.1);
+  return b;  // 1µs 2µs 5µs 10µs ... 50ms 100ms
+}
+
+void Histogram::observe(const std::vector<double>& bounds, double v) {
+  if (counts.size() != bounds.size() + 1) counts.assign(bounds.size() + 1, 0);
+  auto it = std::lower_bound(bounds.begin(), bounds.end(), v);  // le semantics: v <= bound
+  ++counts[static_cast<std::size_t>(it - bounds.begin())];
+  ++count;
+  sum += v;
+}
+
+Engine::Engine(EngineConfig cfg, Transport& transport, std::vector<LocalPort> locals)
+    : cfg_(std::move(cfg)), transport_(transport), locals_(std::move(locals)),
+      rng_(cfg_.seed ? cfg_.seed : std::random_device{}()) {
+  if (cfg_.buckets.empty()) cfg_.buckets = default_buckets();
+  if (cfg_.sample_size == 0) cfg_.sample_size = 1;
+  if (cfg_.max_in_flight == 0) cfg_.max_in_flight = 1;
+  std::sort(locals_.begin(), locals_.end());
+}
+
+std::string Engine::stats_key(const PeerSpec& p, const LocalPort& l) const {
+  const std::string port = l.device + "|" + std::to_string(l.port) + "|";
+  return aggregated() ? "g|" + port + p.group : "p|" + port + p.name;
+}
+
+bool Engine::wanted(const PeerSpec& p, const LocalPort& l) const {
+  if (!p.local_device.empty() && p.local_device != l.device) return false;
+  return p.local_port == 0 || p.local_port == l.port;
+}
+
+void Engine::set_peers(std::vector<PeerSpec> peers, TimePoint now) {
+  std::sort(peers.begin(), peers.end(), [](const PeerSpec& a, const PeerSpec& b) { return a.name < b.name; });
+  peers.erase(std::unique(peers.begin(), peers.end(), [](const PeerSpec& a, const PeerSpec& b) { return a.name == b.name; }),
+              peers.end());
+  if (peers == peers_) return;
+  peers_ = std::move(peers);
+  rebuild_links(now);
+}
+
+void Engine::rebuild_links(TimePoint now) {
+  // The peers probed now: all of them, or the rotating window beyond max_peers.
+  std::vector<const PeerSpec*> probed;
+  if (!aggregated()) {
+    for (const auto& p : peers_) probed.push_back(&p);
+  } else {
+    rotation_ %= peers_.size();
+    for (std::size_t i = 0; i < std::min(cfg_.sample_size, peers_.size()); ++i)
+      probed.push_back(&peers_[(rotation_ + i) % peers_.size()]);
+  }
+  rotated_at_ = now;
+  std::set<std::pair<std::string, LocalPort>> want_pairs;
+  std::map<std::pair<std::string, LocalPort>, const PeerSpec*> spec_of;
+  for (const auto* p : probed)
+    for (const auto& l : locals_)
+      if (wanted(*p, l)) {
+        want_pairs.insert({p->name, l});
+        spec_of[{p->name, l}] = p;
+      }
+  // Close links no longer wanted, or whose peer changed address or group.
+  std::set<std::pair<std::string, LocalPort>> have;
+  for (auto it = links_.begin(); it != links_.end();) {
+    auto key = std::pair{it->second.peer.name, it->second.local};
+    auto s = spec_of.find(key);
+    if (s == spec_of.end() || !(*s->second == it->second.peer) || it->second.stats_key != stats_key(*s->second, key.second)) {
+      for (const auto& pr : it->second.in_flight)
+        if (!pr.expired && it->second.state == State::kUp) ++stats_of(it->second).lost;
+      transport_.close(it->first);
+      it = links_.erase(it);
+    } else {
+      have.insert(key);
+      ++it;
+    }
+  }
+  for (const auto& key : want_pairs) {
+    if (have.count(key)) continue;
+    if (links_.size() >= cfg_.max_links) {
+      ++link_limit_hits_;
+      continue;
+    }
+    Link l;
+    l.id = next_link_++;
+    l.peer = *spec_of[key];
+    l.local = key.second;
+    l.stats_key = stats_key(l.peer, l.local);
+    links_.emplace(l.id, std::move(l));
+  }
+  // Per-peer statistics go with their link; group statistics stay while the group exists.
+  std::set<std::string> keep;
+  for (const auto& [id, l] : links_) keep.insert(l.stats_key);
+  if (aggregated())
+    for (const auto& p : peers_)
+      for (const auto& l : locals_)
+        if (wanted(p, l)) keep.insert(stats_key(p, l));
+  std::erase_if(stats_, [&keep](const auto& kv) { return !keep.count(kv.first); });
+}
+
+TimePoint Engine::jittered(TimePoint from) {
+  std::uniform_real_distribution<double> u(-cfg_.jitter, cfg_.jitter);
+  auto d = std::chrono::duration_cast<Clock::duration>(Seconds(Seconds(cfg_.interval).count() * (1.0 + u(rng_))));
+  return from + d;
+}
+
+void Engine::teardown(Link& l, TimePoint now, const std::string& reason) {
+  auto& st = stats_of(l);
+  if (!reason.empty()) ++st.errors[reason];
+  for (const auto& p : l.in_flight)
+    if (!p.expired) ++st.lost;
+  l.in_flight.clear();
+  l.last_ok = false;
+  transport_.close(l.id);
+  l.state = State::kBackoff;
+  l.backoff = l.backoff.count() == 0 ? cfg_.backoff_initial : std::min(cfg_.backoff_max, l.backoff * 2);
+  l.retry_at = now + l.backoff;
+}
+
+void Engine::handle(const TransportEvent& e) {
+  auto it = links_.find(e.link);
+  if (it == links_.end()) {
+    if (e.kind == TransportEvent::Kind::kCompletion) ++late_;
+    return;  // a link closed meanwhile
+  }
+  Link& l = it->second;
+  switch (e.kind) {
+    case TransportEvent::Kind::kConnected:
+      if (l.state != State::kConnecting) return;
+      l.state = State::kUp;
+      l.connect_seconds = std::max(0.0, Seconds(e.at - l.connect_started).count());
+      ++stats_of(l).connects;
+      l.last_ok = true;
+      {
+        std::uniform_real_distribution<double> u(0.0, 1.0);  // spread first probes over one interval
+        l.next_probe = e.at + std::chrono::duration_cast<Clock::duration>(Seconds(Seconds(cfg_.interval).count() * u(rng_)));
+      }
+      return;
+    case TransportEvent::Kind::kConnectFailed:
+      if (l.state != State::kConnecting) return;
+      if (e.self) {
+        transport_.close(l.id);
+        l.state = State::kSelf;
+        return;
+      }
+      teardown(l, e.at, e.reason.empty() ? "connect" : e.reason);
+      return;
+    case TransportEvent::Kind::kCompletion: {
+      auto p = std::find_if(l.in_flight.begin(), l.in_flight.end(), [&e](const Probe& x) { return x.id == e.probe; });
+      if (p == l.in_flight.end() || l.state != State::kUp) {
+        ++late_;
+        return;
+      }
+      Probe probe = *p;
+      l.in_flight.erase(p);
+      auto& st = stats_of(l);
+      if (!e.ok) {
+        if (!probe.expired) ++st.lost;
+        teardown(l, e.at, e.reason.empty() ? "completion_error" : e.reason);  // the QP is in error state now
+        return;
+      }
+      if (probe.expired) {
+        ++late_;
+        return;
+      }
+      const double rtt = std::max(0.0, Seconds(e.at - probe.posted).count());
+      st.rtt.observe(cfg_.buckets, rtt);
+      if (e.nic_seconds) {
+        st.nic_rtt.observe(cfg_.buckets, *e.nic_seconds);
+        st.host_overhead_seconds += std::max(0.0, rtt - *e.nic_seconds);
+      }
+      l.last_ok = true;
+      l.backoff = std::chrono::milliseconds(0);
+      return;
+    }
+  }
+}
+
+void Engine::tick(TimePoint now) {
+  if (aggregated() && now - rotated_at_ >= cfg_.rotate_interval) {
+    rotation_ += cfg_.sample_size;
+    rebuild_links(now);
+  }
+  for (auto& [id, l] : links_) {
+    switch (l.state) {
+      case State::kSelf: break;
+      case State::kBackoff:
+        if (now < l.retry_at) break;
+        [[fallthrough]];
+      case State::kIdle:
+        l.state = State::kConnecting;
+        l.connect_started = now;
+        transport_.connect({l.id, l.peer, l.local});
+        break;
+      case State::kConnecting:
+        if (now - l.connect_started >= cfg_.connect_timeout) teardown(l, now, "connect_timeout");
+        break;
+      case State::kUp: {
+        auto& st = stats_of(l);
+        for (auto& p : l.in_flight)
+          if (!p.expired && now >= p.deadline) {
+            p.expired = true;
+            ++st.lost;
+            l.last_ok = false;
+          }
+        if (l.in_flight.size() >= cfg_.max_in_flight) {
+          teardown(l, now, "stalled");
+          break;
+        }
+        if (now < l.next_probe) break;
+        const std::uint64_t probe = next_probe_++;
+        std::string reason;
+        auto posted = transport_.post_probe(l.id, probe, reason);
+        if (!posted) {
+          teardown(l, now, reason.empty() ? "post" : reason);
+          break;
+        }
+        ++st.sent;
+        l.in_flight.push_back({probe, *posted, *posted + cfg_.timeout, false});
+        l.next_probe = jittered(std::max(l.next_probe, now - cfg_.interval / 2));
+        if (l.next_probe <= now) l.next_probe = jittered(now);
+        break;
+      }
+    }
+  }
+}
+
+TimePoint Engine::next_deadline(TimePoint now) const {
+  TimePoint next = now + std::chrono::hours(1);
+  if (aggregated()) next = std::min(next, rotated_at_ + cfg_.rotate_interval);
+  for (const auto& [id, l] : links_) {
+    switch (l.state) {
+      case State::kSelf: break;
+      case State::kIdle: return now;
+      case State::kBackoff: next = std::min(next, l.retry_at); break;
+      case State::kConnecting: next = std::min(next, l.connect_started + cfg_.connect_timeout); break;
+      case State::kUp:
+        next = std::min(next, l.next_probe);
+        for (const auto& p : l.in_flight)
+          if (!p.expired) next = std::min(next, p.deadline);
+        break;
+    }
+  }
+  return std::max(next, now);
+}
+
+std::optional<Engine::State> Engine::state(const std::string& peer, const LocalPort& local) const {
+  for (const auto& [id, l] : links_)
+    if (l.peer.name == peer && l.local == local) return l.state;
+  return std::nullopt;
+}
+
+Snapshot Engine::snapshot() const {
+  Snapshot s;
+  s.aggregated = aggregated();
+  s.buckets = cfg_.buckets;
+  s.peers_known = peers_.size();
+  s.links = links_.size();
+  s.late_completions = late_;
+  s.link_limit_hits = link_limit_hits_;
+  std::map<std::string, GroupView> groups;
+  if (s.aggregated)
+    for (const auto& p : peers_)
+      for (const auto& l : locals_)
+        if (wanted(p, l)) {
+          auto& g = groups[stats_key(p, l)];
+          g.local = l, g.group = p.group;
+          ++g.peers;
+        }
+  for (const auto& [id, l] : links_) {
+    const bool up = l.state == State::kUp && l.last_ok;
+    s.links_up += up;
+    if (l.state == State::kSelf) {
+      ++s.self_excluded;
+      continue;
+    }
+    auto st = stats_.find(l.stats_key);
+    if (s.aggregated) {
+      auto& g = groups[l.stats_key];
+      ++g.probed;
+      g.up += up;
+    } else {
+      s.peers.push_back({l.local, l.peer.name, l.peer.group, up, l.connect_seconds, st == stats_.end() ? Stats{} : st->second});
+    }
+  }
+  for (auto& [key, g] : groups) {
+    auto st = stats_.find(key);
+    if (st != stats_.end()) g.stats = st->second;
+    s.groups.push_back(std::move(g));
+  }
+  return s;
+}
+
+}  // namespace rdma::collectors::prober

@@ -1,0 +1,198 @@
+// The prober's brain, with no verbs and no sockets: which peers to probe from which local port,
+// when, the per-link state machine (connect, probe, lose, fail, back off, reconnect) and the
+// statistics. It drives a Transport; the real one is verbs + TCP (verbs_transport.h), the unit
+// tests use a fake. Not thread-safe: one loop thread owns it; it publishes Snapshots.
+//
+// Link states:  kIdle --connect--> kConnecting --connected--> kUp --error/stall--> kBackoff
+//                                      |  (failed/timeout)                            |
+//                                      +---------------> kBackoff --retry_at--> kConnecting
+// A probe that does not complete successfully within `timeout` (no completion, or an error
+// completion) is lost. An error completion, a failed post or too many probes in flight tear the
+// link down; it reconnects with exponential backoff. Peers that leave are dropped (their series
+// go away); a peer that returns starts afresh.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace rdma::collectors::prober {
+
+using Clock = std::chrono::steady_clock;
+using TimePoint = Clock::time_point;
+using Seconds = std::chrono::duration<double>;
+
+struct LocalPort {
+  std::string device;
+  std::uint32_t port = 1;
+  bool operator<(const LocalPort& o) const { return device != o.device ? device < o.device : port < o.port; }
+  bool operator==(const LocalPort&) const = default;
+};
+
+struct PeerSpec {
+  std::string name;        // series label; defaults to address
+  std::string address;     // numeric IP of the peer's responder
+  std::uint16_t tcp_port = 0;
+  std::string group;       // aggregation label beyond max_peers
+  std::string source;      // "static" or "dns"
+  std::string local_device;  // empty: every local port
+  std::uint32_t local_port = 0;  // 0: every port of the device
+  int gid_index = -1;      // -1: automatic (RoCE v2, same address family)
+  bool operator==(const PeerSpec&) const = default;
+};
+
+// What the engine asks of the fabric. connect() is asynchronous: its result comes back from
+// the loop as a TransportEvent.
+struct ConnectRequest {
+  std::uint64_t link = 0;
+  PeerSpec peer;
+  LocalPort local;
+};
+
+struct TransportEvent {
+  enum class Kind : std::uint8_t { kConnected, kConnectFailed, kCompletion };
+  Kind kind = Kind::kCompletion;
+  std::uint64_t link = 0;
+  std::uint64_t probe = 0;     // kCompletion
+  bool ok = false;             // kCompletion: IBV_WC_SUCCESS
+  std::string reason;          // failure label: "connect", "handshake", "rejected_busy", "retry_exceeded", ...
+  TimePoint at{};              // when the transport saw it (completion: right after the poll)
+  std::optional<double> nic_seconds;  // kCompletion: NIC-clock round trip when timestamps exist
+  bool self = false;           // kConnectFailed: the responder is this process
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual void connect(const ConnectRequest& r) = 0;
+  // Posts one signaled RDMA WRITE; returns the post time, or nullopt (reason set) on failure.
+  virtual std::optional<TimePoint> post_probe(std::uint64_t link, std::uint64_t probe, std::string& reason) = 0;
+  // Tears the link's queue pair down (and any connect in progress). Later events for it are ignored.
+  virtual void close(std::uint64_t link) = 0;
+};
+
+struct EngineConfig {
+  std::chrono::milliseconds interval{1000};
+  double jitter = 0.1;  // fraction of interval, uniform +-
+  std::chrono::milliseconds timeout{1000};
+  std::chrono::milliseconds connect_timeout{5000};
+  std::chrono::milliseconds backoff_initial{1000};
+  std::chrono::milliseconds backoff_max{30000};
+  std::chrono::milliseconds rotate_interval{60000};
+  std::vector<double> buckets;  // ascending, seconds
+  std::size_t max_peers = 64;   // per-peer series up to this many peers, else groups
+  std::size_t sample_size = 64; // peers probed at a time beyond max_peers
+  std::size_t max_links = 1024; // queue pairs this prober opens at most
+  std::uint32_t max_in_flight = 4;  // probes posted but not completed on one QP before teardown
+  std::uint64_t seed = 0;       // 0: random
+};
+
+struct Histogram {
+  std::vector<std::uint64_t> counts;  // per bucket, not cumulative; last = above the top bound
+  std::uint64_t count = 0;
+  double sum = 0;
+  void observe(const std::vector<double>& bounds, double v);
+};
+
+// Statistics of one series set: one peer (per-peer mode) or one group (aggregated mode).
+struct Stats {
+  Histogram rtt;
+  Histogram nic_rtt;              // only with completion timestamps
+  double host_overhead_seconds = 0;  // sum of (software RTT - NIC RTT)
+  std::uint64_t sent = 0;
+  std::uint64_t lost = 0;
+  std::uint64_t connects = 0;
+  std::map<std::string, std::uint64_t> errors;
+};
+
+struct PeerView {  // per-peer mode
+  LocalPort local;
+  std::string peer, group;
+  bool up = false;
+  double connect_seconds = -1;  // last handshake duration, <0 = never connected
+  Stats stats;
+};
+struct GroupView {  // aggregated mode
+  LocalPort local;
+  std::string group;
+  std::uint64_t peers = 0, probed = 0, up = 0;
+  Stats stats;
+};
+
+struct Snapshot {
+  bool aggregated = false;
+  std::vector<double> buckets;
+  std::vector<PeerView> peers;
+  std::vector<GroupView> groups;
+  std::uint64_t peers_known = 0, links = 0, links_up = 0, late_completions = 0, self_excluded = 0,
+                link_limit_hits = 0;
+};
+
+class Engine {
+ public:
+  Engine(EngineConfig cfg, Transport& transport, std::vector<LocalPort> locals);
+
+  // Replaces the peer set (static + DNS). Links of peers that left are closed.
+  void set_peers(std::vector<PeerSpec> peers, TimePoint now);
+  void handle(const TransportEvent& e);
+  // Connects, posts due probes, expires lost probes, rotates the sample.
+  void tick(TimePoint now);
+  // When tick() has something to do next (epoll timeout).
+  TimePoint next_deadline(TimePoint now) const;
+  Snapshot snapshot() const;
+
+  enum class State : std::uint8_t { kIdle, kConnecting, kUp, kBackoff, kSelf };
+  // For tests: the state of the link between `peer` (name) and `local`.
+  std::optional<State> state(const std::string& peer, const LocalPort& local) const;
+
+ private:
+  struct Probe {
+    std::uint64_t id;
+    TimePoint posted;
+    TimePoint deadline;
+    bool expired = false;  // counted lost; still in flight on the QP
+  };
+  struct Link {
+    std::uint64_t id;
+    PeerSpec peer;
+    LocalPort local;
+    State state = State::kIdle;
+    TimePoint connect_started{}, retry_at{}, next_probe{};
+    std::chrono::milliseconds backoff{0};
+    std::vector<Probe> in_flight;
+    bool last_ok = true;  // the last finished probe succeeded
+    double connect_seconds = -1;
+    std::string stats_key;
+  };
+  std::string stats_key(const PeerSpec& p, const LocalPort& l) const;
+  bool aggregated() const { return peers_.size() > cfg_.max_peers; }
+  bool wanted(const PeerSpec& p, const LocalPort& l) const;
+  void rebuild_links(TimePoint now);
+  void teardown(Link& l, TimePoint now, const std::string& reason);
+  void finish_probe(Link& l, std::size_t idx, const TransportEvent& e);
+  TimePoint jittered(TimePoint from);
+  Stats& stats_of(const Link& l) { return stats_[l.stats_key]; }
+
+  EngineConfig cfg_;
+  Transport& transport_;
+  std::vector<LocalPort> locals_;
+  std::vector<PeerSpec> peers_;
+  std::size_t rotation_ = 0;          // first peer of the current sample
+  TimePoint rotated_at_{};
+  std::map<std::uint64_t, Link> links_;
+  std::map<std::string, Stats> stats_;
+  std::uint64_t next_link_ = 1, next_probe_ = 1;
+  std::uint64_t late_ = 0, link_limit_hits_ = 0;
+  std::mt19937_64 rng_;
+};
+
+std::string_view state_label(Engine::State s);
+// Default buckets: 1, 2, 5 steps from 1 µs to 100 ms (16 bounds).
+std::vector<double> default_buckets();
+
+}  // namespace rdma::collectors::prober

@@ -1,0 +1,255 @@
+#include "collectors/prober/handshake.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include <cstring>
+#include <random>
+
+namespace rdma::collectors::prober {
+namespace {
+
+constexpr std::uint8_t kMagic[4] = {'R', 'X', 'P', 'B'};
+constexpr std::size_t kEndpointSize = 4 + 4 + 16 + 2 + 1 + 1 + 8 + 4 + 4;  // 44
+constexpr std::size_t kChallengeSize = kNonceSize;
+constexpr std::size_t kHelloSize = kNonceSize + 8 + kEndpointSize + kNameSize;
+constexpr std::size_t kAcceptSize = kEndpointSize + kNameSize;
+constexpr std::size_t kRejectSize = 2;
+static_assert(kHelloSize <= kMaxBody && kAcceptSize <= kMaxBody);
+
+std::optional<std::size_t> body_size(std::uint8_t type) {
+  switch (static_cast<FrameType>(type)) {
+    case FrameType::kChallenge: return kChallengeSize;
+    case FrameType::kHello: return kHelloSize;
+    case FrameType::kAccept: return kAcceptSize;
+    case FrameType::kReject: return kRejectSize;
+  }
+  return std::nullopt;
+}
+
+class Writer {
+ public:
+  explicit Writer(std::vector<std::uint8_t>& out) : out_(out) {}
+  void u8(std::uint8_t v) { out_.push_back(v); }
+  void u16(std::uint16_t v) { be(v, 2); }
+  void u32(std::uint32_t v) { be(v, 4); }
+  void u64(std::uint64_t v) { be(v, 8); }
+  void bytes(std::span<const std::uint8_t> b) { out_.insert(out_.end(), b.begin(), b.end()); }
+  void name(const std::string& s) {
+    std::array<std::uint8_t, kNameSize> buf{};
+    std::memcpy(buf.data(), s.data(), std::min(s.size(), kNameSize));
+    bytes(buf);
+  }
+  void endpoint(const Endpoint& e) {
+    u32(e.qpn), u32(e.psn), bytes(e.gid), u16(e.lid), u8(e.mtu), u8(e.is_global), u64(e.addr), u32(e.rkey), u32(e.length);
+  }
+
+ private:
+  void be(std::uint64_t v, int n) {
+    for (int i = n - 1; i >= 0; --i) out_.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  }
+  std::vector<std::uint8_t>& out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::span<const std::uint8_t> in) : in_(in) {}
+  std::uint8_t u8() { return in_[pos_++]; }
+  std::uint16_t u16() { return static_cast<std::uint16_t>(be(2)); }
+  std::uint32_t u32() { return static_cast<std::uint32_t>(be(4)); }
+  std::uint64_t u64() { return be(8); }
+  template <std::size_t N>
+  std::array<std::uint8_t, N> array() {
+    std::array<std::uint8_t, N> a{};
+    std::memcpy(a.data(), in_.data() + pos_, N);
+    pos_ += N;
+    return a;
+  }
+  // NUL-padded; a NUL followed by anything but NULs, or a control character, is malformed.
+  std::optional<std::string> name() {
+    auto raw = in_.subspan(pos_, kNameSize);
+    pos_ += kNameSize;
+    std::size_t len = 0;
+    while (len < raw.size() && raw[len] != 0) ++len;
+    for (std::size_t i = len; i < raw.size(); ++i)
+      if (raw[i] != 0) return std::nullopt;
+    for (std::size_t i = 0; i < len; ++i)
+      if (raw[i] < 0x20 || raw[i] == 0x7f) return std::nullopt;
+    return std::string(reinterpret_cast<const char*>(raw.data()), len);
+  }
+  Endpoint endpoint() {
+    Endpoint e;
+    e.qpn = u32(), e.psn = u32(), e.gid = array<16>(), e.lid = u16(), e.mtu = u8(), e.is_global = u8(), e.addr = u64(),
+    e.rkey = u32(), e.length = u32();
+    return e;
+  }
+
+ private:
+  std::uint64_t be(int n) {
+    std::uint64_t v = 0;
+    for (int i = 0; i < n; ++i) v = (v << 8) | in_[pos_++];
+    return v;
+  }
+  std::span<const std::uint8_t> in_;
+  std::size_t pos_ = 0;
+};
+
+bool valid_endpoint(const Endpoint& e) {
+  // QPN is 24 bits and never 0 or 1 (special QPs); PSN is 24 bits; mtu is IBV_MTU_256..4096.
+  return e.qpn > 1 && e.qpn < (1u << 24) && e.psn < (1u << 24) && e.mtu >= 1 && e.mtu <= 5 && e.is_global <= 1;
+}
+
+std::array<std::uint8_t, kMacSize> frame_mac(std::string_view secret, std::span<const std::uint8_t> header_and_body,
+                                             std::span<const std::uint8_t> context) {
+  std::vector<std::uint8_t> data(header_and_body.begin(), header_and_body.end());
+  data.insert(data.end(), context.begin(), context.end());
+  return hmac_sha256(secret, data);
+}
+
+}  // namespace
+
+std::string_view reject_label(RejectReason r) {
+  switch (r) {
+    case RejectReason::kBusy: return "busy";
+    case RejectReason::kSelf: return "self";
+    case RejectReason::kNoPort: return "no_port";
+    case RejectReason::kQpSetup: return "qp_setup";
+    case RejectReason::kBadRequest: return "bad_request";
+  }
+  return "unknown";
+}
+
+std::string_view decode_status_label(DecodeStatus s) {
+  switch (s) {
+    case DecodeStatus::kOk: return "ok";
+    case DecodeStatus::kTruncated: return "truncated";
+    case DecodeStatus::kBadMagic: return "bad_magic";
+    case DecodeStatus::kBadVersion: return "bad_version";
+    case DecodeStatus::kBadType: return "bad_type";
+    case DecodeStatus::kBadLength: return "bad_length";
+    case DecodeStatus::kBadField: return "bad_field";
+    case DecodeStatus::kBadMac: return "bad_mac";
+    case DecodeStatus::kTrailing: return "trailing_bytes";
+  }
+  return "unknown";
+}
+
+namespace {
+// Checks the header alone; on success returns the body length.
+DecodeStatus check_header(std::span<const std::uint8_t> b, std::size_t& body) {
+  if (b.size() < kHeaderSize) return DecodeStatus::kTruncated;
+  if (std::memcmp(b.data(), kMagic, 4) != 0) return DecodeStatus::kBadMagic;
+  if (b[4] != kProtocolVersion) return DecodeStatus::kBadVersion;
+  auto want = body_size(b[5]);
+  if (!want) return DecodeStatus::kBadType;
+  if (b[6] != 0 || b[7] != 0) return DecodeStatus::kBadField;
+  std::uint32_t len = (std::uint32_t{b[8]} << 24) | (std::uint32_t{b[9]} << 16) | (std::uint32_t{b[10]} << 8) | b[11];
+  if (len != *want) return DecodeStatus::kBadLength;
+  body = len;
+  return DecodeStatus::kOk;
+}
+}  // namespace
+
+std::optional<std::size_t> frame_size(std::span<const std::uint8_t> header) {
+  std::size_t body = 0;
+  if (check_header(header, body) != DecodeStatus::kOk) return std::nullopt;
+  return kHeaderSize + body + kMacSize;
+}
+
+Decoded decode_frame(std::span<const std::uint8_t> b, std::string_view secret, std::span<const std::uint8_t> context) {
+  std::size_t body = 0;
+  if (auto st = check_header(b, body); st != DecodeStatus::kOk) return {st, std::nullopt};
+  const std::size_t total = kHeaderSize + body + kMacSize;
+  if (b.size() < total) return {DecodeStatus::kTruncated, std::nullopt};
+  if (b.size() > total) return {DecodeStatus::kTrailing, std::nullopt};
+  // The mac first: nothing of an unauthenticated body is interpreted.
+  auto mac = frame_mac(secret, b.first(kHeaderSize + body), context);
+  if (!equal_constant_time(mac, b.subspan(kHeaderSize + body, kMacSize))) return {DecodeStatus::kBadMac, std::nullopt};
+  Reader r(b.subspan(kHeaderSize, body));
+  switch (static_cast<FrameType>(b[5])) {
+    case FrameType::kChallenge: return {DecodeStatus::kOk, Challenge{r.array<kNonceSize>()}};
+    case FrameType::kHello: {
+      Hello h;
+      h.nonce = r.array<kNonceSize>();
+      h.instance = r.u64();
+      h.endpoint = r.endpoint();
+      auto name = r.name();
+      if (!name || !valid_endpoint(h.endpoint)) return {DecodeStatus::kBadField, std::nullopt};
+      h.name = std::move(*name);
+      return {DecodeStatus::kOk, std::move(h)};
+    }
+    case FrameType::kAccept: {
+      Accept a;
+      a.endpoint = r.endpoint();
+      auto name = r.name();
+      if (!name || !valid_endpoint(a.endpoint) || a.endpoint.length == 0) return {DecodeStatus::kBadField, std::nullopt};
+      a.name = std::move(*name);
+      return {DecodeStatus::kOk, std::move(a)};
+    }
+    case FrameType::kReject: {
+      auto reason = r.u16();
+      if (reason < 1 || reason > 5) return {DecodeStatus::kBadField, std::nullopt};
+      return {DecodeStatus::kOk, Reject{static_cast<RejectReason>(reason)}};
+    }
+  }
+  return {DecodeStatus::kBadType, std::nullopt};
+}
+
+std::vector<std::uint8_t> encode_frame(const Message& m, std::string_view secret, std::span<const std::uint8_t> context) {
+  std::vector<std::uint8_t> out;
+  out.reserve(kHeaderSize + kMaxBody + kMacSize);
+  Writer w(out);
+  w.bytes(kMagic);
+  w.u8(kProtocolVersion);
+  w.u8(static_cast<std::uint8_t>(std::visit(
+      [](const auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, Challenge>) return FrameType::kChallenge;
+        else if constexpr (std::is_same_v<T, Hello>) return FrameType::kHello;
+        else if constexpr (std::is_same_v<T, Accept>) return FrameType::kAccept;
+        else return FrameType::kReject;
+      },
+      m)));
+  w.u16(0);
+  w.u32(0);  // patched below
+  std::visit(
+      [&w](const auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, Challenge>) w.bytes(v.nonce);
+        else if constexpr (std::is_same_v<T, Hello>) w.bytes(v.nonce), w.u64(v.instance), w.endpoint(v.endpoint), w.name(v.name);
+        else if constexpr (std::is_same_v<T, Accept>) w.endpoint(v.endpoint), w.name(v.name);
+        else w.u16(static_cast<std::uint16_t>(v.reason));
+      },
+      m);
+  const std::uint32_t len = static_cast<std::uint32_t>(out.size() - kHeaderSize);
+  for (int i = 0; i < 4; ++i) out[8 + i] = static_cast<std::uint8_t>(len >> (8 * (3 - i)));
+  auto mac = frame_mac(secret, out, context);
+  out.insert(out.end(), mac.begin(), mac.end());
+  return out;
+}
+
+std::array<std::uint8_t, kMacSize> hmac_sha256(std::string_view key, std::span<const std::uint8_t> data) {
+  std::array<std::uint8_t, kMacSize> out{};
+  unsigned int len = 0;
+  static const std::uint8_t kEmpty = 0;
+  HMAC(EVP_sha256(), key.empty() ? &kEmpty : key.data(), static_cast<int>(key.size()), data.data(), data.size(), out.data(),
+       &len);
+  return out;
+}
+
+bool equal_constant_time(std::span<const std::uint8_t> a, std::span<const std::uint8_t> b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+Nonce random_nonce() {
+  Nonce n{};
+  if (RAND_bytes(n.data(), static_cast<int>(n.size())) != 1) {
+    std::random_device rd;
+    for (auto& x : n) x = static_cast<std::uint8_t>(rd());
+  }
+  return n;
+}
+
+}  // namespace rdma::collectors::prober

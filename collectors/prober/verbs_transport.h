@@ -1,0 +1,102 @@
+// The real Transport: libibverbs queue pairs, connected over the TCP handshake of handshake.h.
+//   - the loop thread calls wait() (epoll over the devices' completion channels and an eventfd:
+//     no busy polling), post_probe() and close();
+//   - a connector thread runs the prober side of handshakes (blocking, with timeouts), so a
+//     slow or dead peer never delays the probes of others;
+//   - a responder thread accepts handshakes and owns the responder queue pairs; one lives as
+//     long as its TCP connection (the prober closes it on teardown).
+// Completion timestamps (ibv_create_cq_ex + IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) are used where
+// the device has them: the NIC round trip is the completion timestamp minus the NIC clock read
+// (ibv_query_rt_values_ex) just before the post.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collectors/prober/config.h"
+#include "collectors/prober/engine.h"
+
+namespace rdma::collectors::prober {
+
+struct TransportOptions {
+  std::string device_regex;  // empty: all devices
+  std::size_t payload = 64;
+  std::string secret;
+  HostPort listen;
+  std::size_t responder_max_qps = 1024;
+  std::string node_name;
+  std::chrono::milliseconds handshake_timeout{3000};
+};
+
+struct TransportCounters {
+  std::map<std::string, std::uint64_t> responder_handshakes;  // by result: ok, bad_mac, busy, ...
+  std::uint64_t responder_qps = 0, prober_qps = 0;
+  double loop_cpu = 0, connector_cpu = 0, responder_cpu = 0;  // seconds
+  std::uint64_t wakeups = 0;
+  bool timestamps = false;
+};
+
+class VerbsTransport final : public Transport {
+ public:
+  // nullptr (and `why`) when no RDMA device is usable: the prober then stays off.
+  static std::unique_ptr<VerbsTransport> open(const TransportOptions& opts, std::string& why);
+  ~VerbsTransport() override;
+
+  std::vector<LocalPort> local_ports() const;
+  // Starts the responder and connector threads; throws std::runtime_error (e.g. port in use).
+  void start();
+  void stop();
+  // Waits up to timeout_ms for completions or connect results and appends them to `out`.
+  void wait(int timeout_ms, std::vector<TransportEvent>& out);
+  // Wakes wait() up (from another thread).
+  void wake();
+
+  void connect(const ConnectRequest& r) override;
+  std::optional<TimePoint> post_probe(std::uint64_t link, std::uint64_t probe, std::string& reason) override;
+  void close(std::uint64_t link) override;
+
+  TransportCounters counters() const;
+  std::uint64_t instance() const { return instance_; }
+
+  struct Device;
+  struct Conn;
+  struct Served;
+
+ private:
+  explicit VerbsTransport(const TransportOptions& opts);
+  void connector_main();
+  void responder_main();
+  void do_connect(const ConnectRequest& r, std::uint64_t attempt);
+  void serve(int fd);
+  void push_event(TransportEvent e);
+  void drain_cq(Device& d, std::vector<TransportEvent>& out);
+  Device* device(const std::string& name);
+
+  TransportOptions opts_;
+  std::uint64_t instance_ = 0;
+  std::vector<std::unique_ptr<Device>> devices_;
+  int epoll_fd_ = -1, wake_fd_ = -1, stop_fd_ = -1, listen_fd_ = -1;
+
+  mutable std::mutex mu_;  // conns_, by_qpn_, attempts_, queue_, events_, counters_
+  std::condition_variable cv_;
+  std::map<std::uint64_t, std::unique_ptr<Conn>> conns_;
+  std::map<std::pair<const Device*, std::uint32_t>, Conn*> by_qpn_;
+  std::map<std::uint64_t, std::uint64_t> attempts_;  // link -> current connect attempt
+  std::uint64_t next_attempt_ = 1;
+  std::deque<std::pair<ConnectRequest, std::uint64_t>> queue_;
+  std::vector<TransportEvent> events_;
+  std::map<std::string, std::uint64_t> handshakes_;
+  std::atomic<std::uint64_t> responder_qps_{0}, wakeups_{0};
+  std::atomic<double> loop_cpu_{0}, connector_cpu_{0}, responder_cpu_{0};
+  bool stopping_ = false;
+  std::thread connector_, responder_;
+};
+
+}  // namespace rdma::collectors::prober

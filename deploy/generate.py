@@ -1,0 +1,709 @@
+#!/usr/bin/env python3
+"""Generates rdma_exporter's monitoring artefacts from one description:
+
+  dashboards/*.json                              Grafana dashboards (file provisioning / sidecar)
+  deploy/prometheus/rdma-exporter.rules.yml      Prometheus alerting rules
+  deploy/kubernetes/base/prometheusrule.yaml     the same rules as a PrometheusRule
+  tests/deploy/rules.test.yml                    promtool unit tests: every alert fires and stays quiet
+
+Only metrics documented in docs/metrics.md are used: a panel, target or alert whose metrics are
+not (yet) documented is left out and listed on stderr, so re-running this script after a
+collector documents its metrics brings the panels and alerts in. Edit this file, run it, commit
+its output; tests/deploy checks the output (PromQL parses, metrics exist, rules fire).
+
+    python3 deploy/generate.py            # write
+    python3 deploy/generate.py --check    # exit 1 if the committed files differ from the output
+    python3 deploy/generate.py --all DIR  # everything, documented or not, under DIR
+"""
+import json
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "deploy"))
+import promql_util  # noqa: E402  (metric extraction and docs/metrics.md parsing, shared with the tests)
+
+RUNBOOK = "https://github.com/rdma-exporter/rdma_exporter/blob/main/docs/runbooks.md"
+JOB = 'job=~"$job", instance=~"$node"'
+PORT = JOB + ', device=~"$device", port=~"$port"'
+RI = "$__rate_interval"
+
+# --------------------------------------------------------------------------------------------
+# Dashboards
+# --------------------------------------------------------------------------------------------
+DS = {"type": "prometheus", "uid": "${datasource}"}
+
+
+def target(expr, legend="", instant=False, fmt=None):
+    t = {"datasource": DS, "expr": expr, "legendFormat": legend or "__auto",
+         "range": not instant, "instant": instant}
+    if fmt:
+        t["format"] = fmt
+    return t
+
+
+def ts(title, targets, unit="short", desc="", w=12, h=8, stack=False):
+    return {"type": "timeseries", "title": title, "description": desc, "w": w, "h": h,
+            "fieldConfig": {"defaults": {"unit": unit, "custom": {
+                "drawStyle": "line", "lineWidth": 1, "fillOpacity": 10, "showPoints": "never",
+                "stacking": {"mode": "normal" if stack else "none", "group": "A"}}},
+                "overrides": []},
+            "options": {"legend": {"displayMode": "table", "placement": "bottom", "showLegend": True,
+                                   "calcs": ["mean", "max", "lastNotNull"]},
+                        "tooltip": {"mode": "multi", "sort": "desc"}},
+            "targets": targets}
+
+
+def stat(title, expr, unit="short", desc="", w=6, h=4, thresholds=None, mappings=None):
+    steps = thresholds or [{"color": "green", "value": None}]
+    return {"type": "stat", "title": title, "description": desc, "w": w, "h": h,
+            "fieldConfig": {"defaults": {"unit": unit, "mappings": mappings or [],
+                                         "thresholds": {"mode": "absolute", "steps": steps}},
+                            "overrides": []},
+            "options": {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+                        "colorMode": "background", "graphMode": "area", "justifyMode": "auto",
+                        "orientation": "auto", "textMode": "auto"},
+            "targets": [target(expr, instant=True)]}
+
+
+def table(title, targets, desc="", w=24, h=8, exclude=("Time",)):
+    return {"type": "table", "title": title, "description": desc, "w": w, "h": h,
+            "fieldConfig": {"defaults": {}, "overrides": []},
+            "options": {"showHeader": True, "cellHeight": "sm", "footer": {"show": False}},
+            "transformations": [{"id": "merge", "options": {}},
+                                {"id": "organize", "options": {
+                                    "excludeByName": {k: True for k in exclude}}}],
+            "targets": targets}
+
+
+def heatmap(title, expr, desc="", w=24, h=9):
+    return {"type": "heatmap", "title": title, "description": desc, "w": w, "h": h,
+            "fieldConfig": {"defaults": {}, "overrides": []},
+            "options": {"calculate": False, "cellGap": 1, "yAxis": {"unit": "s", "axisPlacement": "left"},
+                        "color": {"mode": "scheme", "scheme": "Spectral", "steps": 64, "exponent": 0.5,
+                                  "fill": "dark-orange", "reverse": False},
+                        "rowsFrame": {"layout": "auto"}, "tooltip": {"show": True, "yHistogram": True},
+                        "legend": {"show": True}, "exemplars": {"color": "rgba(255,0,255,0.7)"}},
+            "targets": [target(expr, legend="{{le}}", fmt="heatmap")]}
+
+
+def row(title):
+    return {"type": "row", "title": title}
+
+
+def variables(extra_port=True, device_metric="rdma_port_info"):
+    def q(name, label, query, hide=0):
+        return {"name": name, "label": label, "type": "query", "datasource": DS,
+                "query": {"query": query, "refId": "PrometheusVariableQueryEditor-VariableQuery"},
+                "definition": query, "refresh": 2, "includeAll": True, "multi": True,
+                "allValue": ".*", "current": {}, "options": [], "regex": "", "sort": 1, "hide": hide}
+    v = [{"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
+          "current": {}, "hide": 0, "refresh": 1, "regex": "", "options": [], "includeAll": False,
+          "multi": False},
+         q("job", "Job", "label_values(rdma_exporter_build_info, job)"),
+         q("node", "Node", 'label_values(rdma_exporter_build_info{job=~"$job"}, instance)')]
+    if extra_port:
+        v.append(q("device", "Device", 'label_values(%s{%s}, device)' % (device_metric, JOB)))
+        v.append(q("port", "Port", 'label_values(%s{%s, device=~"$device"}, port)' % (device_metric, JOB)))
+    return v
+
+
+STATE_MAP = [{"type": "value", "options": {
+    "1": {"text": "DOWN", "color": "red"}, "2": {"text": "INIT", "color": "orange"},
+    "3": {"text": "ARMED", "color": "orange"}, "4": {"text": "ACTIVE", "color": "green"},
+    "5": {"text": "ACTIVE_DEFER", "color": "green"}}}]
+PHYS_MAP = [{"type": "value", "options": {
+    "1": {"text": "Sleep", "color": "red"}, "2": {"text": "Polling", "color": "red"},
+    "3": {"text": "Disabled", "color": "red"}, "4": {"text": "Training", "color": "orange"},
+    "5": {"text": "LinkUp", "color": "green"}, "6": {"text": "LinkErrorRecovery", "color": "orange"},
+    "7": {"text": "PhyTest", "color": "orange"}}}]
+RED_IF_ANY = [{"color": "green", "value": None}, {"color": "red", "value": 1}]
+
+PORT_ERRORS = [
+    ("rdma_port_symbol_errors_total", "symbol errors"),
+    ("rdma_port_link_error_recovery_total", "link error recovery"),
+    ("rdma_port_link_downed_total", "link downed"),
+    ("rdma_port_receive_errors_total", "receive errors"),
+    ("rdma_port_receive_remote_physical_errors_total", "remote physical errors"),
+    ("rdma_port_transmit_discards_total", "transmit discards"),
+    ("rdma_port_local_link_integrity_errors_total", "local link integrity"),
+    ("rdma_port_excessive_buffer_overrun_errors_total", "buffer overrun"),
+]
+
+
+def err_targets(sel):
+    return [target("sum by (instance, device, port) (rate(%s{%s}[%s]))" % (m, sel, RI),
+                   "{{instance}} {{device}}/{{port}} " + name) for m, name in PORT_ERRORS]
+
+
+def dash_overview():
+    return "rdma-fabric-overview", "RDMA / Fabric overview", ["overview"], variables(), [
+        row("Ports"),
+        stat("Exporters up", 'sum(up{job=~"$job"}) or vector(0)', w=4,
+             desc="Scrape targets of the selected jobs that answered the last scrape."),
+        stat("Ports ACTIVE", 'count(rdma_port_state{%s} >= 4) or vector(0)' % PORT, w=5),
+        stat("Ports not ACTIVE", 'count(rdma_port_state{%s} < 4) or vector(0)' % PORT, w=5,
+             thresholds=RED_IF_ANY, desc="Ports in DOWN, INIT or ARMED (includes unused ports)."),
+        stat("Physical link not up", 'count(rdma_port_physical_state{%s} != 5) or vector(0)' % PORT,
+             w=5, thresholds=RED_IF_ANY),
+        stat("Collectors failing", 'count(rdma_exporter_collector_success{%s} == 0) or vector(0)' % JOB,
+             w=5, thresholds=RED_IF_ANY),
+        table("Port states", [
+            target('rdma_port_state{%s} * on(job, instance, device, port) group_left(link_layer) '
+                   'rdma_port_info{%s}' % (PORT, PORT), instant=True, fmt="table"),
+            target('rdma_port_rate_bytes_per_second{%s}' % PORT, instant=True, fmt="table")],
+            desc="State (4 = ACTIVE) and data rate per port.", exclude=("Time", "__name__")),
+        row("Traffic"),
+        ts("Top 10 ports by receive throughput",
+           [target('topk(10, rate(rdma_port_receive_bytes_total{%s}[%s]))' % (PORT, RI),
+                   "{{instance}} {{device}}/{{port}}")], unit="Bps"),
+        ts("Top 10 ports by transmit throughput",
+           [target('topk(10, rate(rdma_port_transmit_bytes_total{%s}[%s]))' % (PORT, RI),
+                   "{{instance}} {{device}}/{{port}}")], unit="Bps"),
+        ts("Top 10 ports by utilisation (max of rx, tx)",
+           [target('topk(10, max by (job, instance, device, port) ('
+                   'label_replace(rate(rdma_port_receive_bytes_total{%s}[%s]), "dir", "rx", "", "") or '
+                   'label_replace(rate(rdma_port_transmit_bytes_total{%s}[%s]), "dir", "tx", "", "")) '
+                   '/ on(job, instance, device, port) rdma_port_rate_bytes_per_second{%s})'
+                   % (PORT, RI, PORT, RI, PORT), "{{instance}} {{device}}/{{port}}")],
+           unit="percentunit", w=24),
+        row("Errors"),
+        ts("Port error rates", err_targets(PORT), unit="cps", w=24, h=9,
+           desc="PMA error counters per second (IB and RoCE ports with counters/)."),
+        ts("Link downed events in range",
+           [target('sum by (instance, device, port) (increase(rdma_port_link_downed_total{%s}[$__range]))'
+                   % PORT, "{{instance}} {{device}}/{{port}}")], w=12),
+        ts("Saturated PMA counters",
+           [target('sum by (instance, device, port) (rdma_port_pma_saturated{%s})' % PORT,
+                   "{{instance}} {{device}}/{{port}}")], w=12,
+           desc="Counters narrower than 64 bits stuck at their maximum: reset them (perfquery -R)."),
+        row("Exporter"),
+        ts("Collector duration", [target('rdma_exporter_collector_scrape_duration_seconds{%s}' % JOB,
+                                         "{{instance}} {{collector}}")], unit="s"),
+        ts("Collector errors", [target('sum by (instance, collector, reason) ('
+                                       'rate(rdma_exporter_collector_errors_total{%s}[%s]))' % (JOB, RI),
+                                       "{{instance}} {{collector}} {{reason}}")], unit="cps"),
+    ]
+
+
+def dash_port():
+    return "rdma-port-detail", "RDMA / Port detail", ["port"], variables(), [
+        row("State"),
+        stat("State", 'max(rdma_port_state{%s})' % PORT, w=4, mappings=STATE_MAP),
+        stat("Physical state", 'max(rdma_port_physical_state{%s})' % PORT, w=4, mappings=PHYS_MAP),
+        stat("Data rate", 'max(rdma_port_rate_bytes_per_second{%s})' % PORT, unit="Bps", w=4),
+        stat("Link width", 'max(rdma_port_link_width_lanes{%s})' % PORT, w=4),
+        stat("Active MTU", 'max(rdma_port_active_mtu_bytes{%s})' % PORT, unit="bytes", w=4),
+        stat("LID", 'max(rdma_port_lid{%s})' % PORT, w=4),
+        table("Device and port attributes", [
+            target('rdma_device_info{%s, device=~"$device"}' % JOB, instant=True, fmt="table"),
+            target('rdma_port_netdev_info{%s}' % PORT, instant=True, fmt="table")],
+            exclude=("Time", "__name__", "Value")),
+        row("Throughput"),
+        ts("Receive / transmit bytes", [
+            target('rate(rdma_port_receive_bytes_total{%s}[%s])' % (PORT, RI), "{{instance}} {{device}}/{{port}} rx"),
+            target('-rate(rdma_port_transmit_bytes_total{%s}[%s])' % (PORT, RI), "{{instance}} {{device}}/{{port}} tx")],
+            unit="Bps", desc="Transmit is drawn below the axis."),
+        ts("Receive / transmit packets", [
+            target('rate(rdma_port_receive_packets_total{%s}[%s])' % (PORT, RI), "{{instance}} {{device}}/{{port}} rx"),
+            target('-rate(rdma_port_transmit_packets_total{%s}[%s])' % (PORT, RI), "{{instance}} {{device}}/{{port}} tx")],
+            unit="pps"),
+        ts("Utilisation", [
+            target('rate(rdma_port_receive_bytes_total{%s}[%s]) / on(job, instance, device, port) '
+                   'rdma_port_rate_bytes_per_second{%s}' % (PORT, RI, PORT), "{{instance}} {{device}}/{{port}} rx"),
+            target('rate(rdma_port_transmit_bytes_total{%s}[%s]) / on(job, instance, device, port) '
+                   'rdma_port_rate_bytes_per_second{%s}' % (PORT, RI, PORT), "{{instance}} {{device}}/{{port}} tx")],
+            unit="percentunit"),
+        ts("Multicast / unicast packets", [
+            target('rate(rdma_port_unicast_receive_packets_total{%s}[%s])' % (PORT, RI), "{{device}}/{{port}} unicast rx"),
+            target('rate(rdma_port_multicast_receive_packets_total{%s}[%s])' % (PORT, RI), "{{device}}/{{port}} multicast rx")],
+            unit="pps"),
+        row("Errors and congestion"),
+        ts("Error counters", err_targets(PORT), unit="cps", w=24),
+        ts("Transmit wait (PortXmitWait)", [
+            target('rate(rdma_port_transmit_wait_total{%s}[%s])' % (PORT, RI), "{{instance}} {{device}}/{{port}}")],
+            unit="short", desc="Ticks per second with data to send but no credits: IB congestion."),
+        ts("Saturated counters", [
+            target('rdma_port_pma_saturated{%s} == 1' % PORT, "{{device}}/{{port}} {{counter}}")]),
+    ]
+
+
+def dash_roce():
+    sel = PORT
+    return "rdma-roce-congestion", "RDMA / RoCE congestion", ["roce"], variables(), [
+        row("PFC (Ethernet flow control)"),
+        ts("PFC pause frames received per priority", [
+            target('sum by (instance, netdev, priority) (rate(rdma_netdev_pfc_pause_frames_total{%s, direction="rx"}[%s]))'
+                   % (JOB, RI), "{{instance}} {{netdev}} prio {{priority}}")], unit="cps"),
+        ts("PFC pause frames sent per priority", [
+            target('sum by (instance, netdev, priority) (rate(rdma_netdev_pfc_pause_frames_total{%s, direction="tx"}[%s]))'
+                   % (JOB, RI), "{{instance}} {{netdev}} prio {{priority}}")], unit="cps"),
+        ts("Time paused per priority", [
+            target('sum by (instance, netdev, direction, priority) (rate(rdma_netdev_pfc_pause_duration_seconds_total{%s}[%s]))'
+                   % (JOB, RI), "{{instance}} {{netdev}} {{direction}} prio {{priority}}")], unit="percentunit",
+           desc="Fraction of time the priority was paused."),
+        ts("Pause storm events", [
+            target('sum by (instance, netdev, event) (increase(rdma_netdev_pause_storm_events_total{%s}[%s]))'
+                   % (JOB, RI), "{{instance}} {{netdev}} {{event}}")]),
+        table("RoCE configuration consistency", [
+            target('rdma_netdev_roce_config_consistent{%s}' % JOB, instant=True, fmt="table")],
+            desc="1 = PFC and ECN enabled for the RoCE priority; 0 with the reason label otherwise.",
+            exclude=("Time", "__name__")),
+        row("DCQCN (CNP, ECN)"),
+        ts("CNPs sent (notification point)", [
+            target('sum by (instance, device, port) (rate(rdma_roce_cnp_sent_total{%s}[%s]))' % (sel, RI),
+                   "{{instance}} {{device}}/{{port}}")], unit="cps"),
+        ts("CNPs handled (reaction point)", [
+            target('sum by (instance, device, port) (rate(rdma_roce_cnp_handled_total{%s}[%s]))' % (sel, RI),
+                   "{{instance}} {{device}}/{{port}}")], unit="cps"),
+        ts("ECN-marked packets received", [
+            target('sum by (instance, device, port) (rate(rdma_roce_ecn_marked_packets_total{%s}[%s]))' % (sel, RI),
+                   "{{instance}} {{device}}/{{port}}")], unit="pps"),
+        row("Transport"),
+        ts("Out-of-sequence packets", [
+            target('sum by (instance, device, port) (rate(rdma_roce_out_of_sequence_packets_total{%s}[%s]))' % (sel, RI),
+                   "{{instance}} {{device}}/{{port}}")], unit="pps"),
+        ts("Retransmissions (local ACK timeouts, sequence NAKs)", [
+            target('sum by (instance, device, port) (rate(rdma_roce_local_ack_timeouts_total{%s}[%s]))' % (sel, RI),
+                   "{{instance}} {{device}}/{{port}} ack timeout"),
+            target('sum by (instance, device, port) (rate(rdma_roce_packet_sequence_errors_total{%s}[%s]))' % (sel, RI),
+                   "{{instance}} {{device}}/{{port}} seq NAK")], unit="cps"),
+        row("RoCE port traffic"),
+        ts("RoCE port throughput", [
+            target('sum by (instance, device, port) (rate(rdma_port_receive_bytes_total{%s}[%s]) '
+                   '* on(job, instance, device, port) group_left() rdma_port_info{%s, link_layer="Ethernet"})'
+                   % (PORT, RI, PORT), "{{instance}} {{device}}/{{port}} rx"),
+            target('sum by (instance, device, port) (rate(rdma_port_transmit_bytes_total{%s}[%s]) '
+                   '* on(job, instance, device, port) group_left() rdma_port_info{%s, link_layer="Ethernet"})'
+                   % (PORT, RI, PORT), "{{instance}} {{device}}/{{port}} tx")], unit="Bps", w=24),
+    ]
+
+
+def dash_pma():
+    fab = 'job=~"$job", instance=~"$node"'
+    return "rdma-ib-pma-fabric", "RDMA / InfiniBand PMA fabric", ["infiniband", "pma"], variables(), [
+        row("Local InfiniBand ports (sysfs PMA)"),
+        ts("Transmit wait per port (PortXmitWait)", [
+            target('rate(rdma_port_transmit_wait_total{%s}[%s]) * on(job, instance, device, port) group_left() '
+                   'rdma_port_info{%s, link_layer="InfiniBand"}' % (PORT, RI, PORT), "{{instance}} {{device}}/{{port}}")],
+           desc="Ticks per second with data queued but no flow-control credits."),
+        ts("Transmit wait ratio", [
+            target('rate(rdma_port_transmit_wait_total{%s}[%s]) / on(job, instance, device, port) '
+                   '(rate(rdma_port_transmit_packets_total{%s}[%s]) > 0)' % (PORT, RI, PORT, RI),
+                   "{{instance}} {{device}}/{{port}}")],
+           desc="Wait ticks per packet sent: comparable across link speeds."),
+        ts("Local port error details", err_targets(PORT), unit="cps", w=24),
+        row("Fabric (PMA fabric mode)"),
+        ts("Switch port transmit wait (top 20)", [
+            target('topk(20, rate(rdma_pma_port_transmit_wait_total{%s}[%s]))' % (fab, RI),
+                   "{{node_desc}} port {{port}}")], w=24),
+        ts("Switch port symbol errors (top 20)", [
+            target('topk(20, rate(rdma_pma_port_symbol_errors_total{%s}[%s]))' % (fab, RI),
+                   "{{node_desc}} port {{port}}")]),
+        ts("Switch port receive errors (top 20)", [
+            target('topk(20, rate(rdma_pma_port_receive_errors_total{%s}[%s]))' % (fab, RI),
+                   "{{node_desc}} port {{port}}")]),
+        table("Cable ends (links with errors in range)", [
+            target('sum by (node_desc, port, remote_node_desc, remote_port) (increase(rdma_pma_port_symbol_errors_total{%s}[$__range])'
+                   ' * on(node_guid, port) group_left(remote_node_desc, remote_port) rdma_pma_port_remote_info{%s})'
+                   % (fab, fab), instant=True, fmt="table")], exclude=("Time",)),
+        ts("Fabric scrape duration", [
+            target('rdma_pma_fabric_scrape_duration_seconds{%s}' % fab, "{{instance}}")], unit="s"),
+        ts("MAD timeouts", [
+            target('sum by (instance) (rate(rdma_pma_mad_timeouts_total{%s}[%s]))' % (fab, RI), "{{instance}}")],
+           unit="cps"),
+    ]
+
+
+def dash_prober():
+    sel = JOB
+    return "rdma-prober", "RDMA / Prober", ["prober"], variables(extra_port=False), [
+        row("Latency"),
+        heatmap("RTT distribution (all pairs)",
+                'sum by (le) (rate(rdma_probe_rtt_seconds_bucket{%s}[%s]))' % (sel, RI)),
+        ts("RTT p50 per peer", [
+            target('histogram_quantile(0.5, sum by (le, instance, peer) (rate(rdma_probe_rtt_seconds_bucket{%s}[%s])))'
+                   % (sel, RI), "{{instance}} → {{peer}}")], unit="s"),
+        ts("RTT p99 per peer", [
+            target('histogram_quantile(0.99, sum by (le, instance, peer) (rate(rdma_probe_rtt_seconds_bucket{%s}[%s])))'
+                   % (sel, RI), "{{instance}} → {{peer}}")], unit="s"),
+        row("Loss"),
+        ts("Probe loss ratio per peer", [
+            target('sum by (instance, peer) (rate(rdma_probe_lost_total{%s}[%s])) / '
+                   'sum by (instance, peer) (rate(rdma_probe_sent_total{%s}[%s]))' % (sel, RI, sel, RI),
+                   "{{instance}} → {{peer}}")], unit="percentunit"),
+        ts("Peers down", [
+            target('count by (instance) (rdma_probe_peer_up{%s} == 0)' % sel, "{{instance}}")]),
+        ts("Probe errors", [
+            target('sum by (instance, reason) (rate(rdma_probe_errors_total{%s}[%s]))' % (sel, RI),
+                   "{{instance}} {{reason}}")], unit="cps", w=24),
+    ]
+
+
+def layout(panels, documented, dropped, dash):
+    out, x, y, rowh, pid = [], 0, 0, 0, 1
+    pending_row = None
+    for p in panels:
+        if p["type"] == "row":
+            pending_row = p
+            continue
+        p = dict(p)
+        kept = []
+        for t in p["targets"]:
+            missing = sorted(m for m in promql_util.metrics_in(t["expr"]) if m not in documented)
+            if missing:
+                dropped.append("%s: %s [%s]: %s" % (dash, p["title"], t["expr"][:60], ", ".join(missing)))
+            else:
+                kept.append(t)
+        if not kept:
+            continue
+        if pending_row is not None:
+            if x:
+                x, y = 0, y + rowh
+            out.append({"type": "row", "title": pending_row["title"], "collapsed": False, "id": pid,
+                        "gridPos": {"h": 1, "w": 24, "x": 0, "y": y}, "panels": []})
+            pid, y, rowh, pending_row = pid + 1, y + 1, 0, None
+        w, h = p.pop("w"), p.pop("h")
+        if x + w > 24:
+            x, y, rowh = 0, y + rowh, 0
+        for i, t in enumerate(kept):
+            t["refId"] = chr(ord("A") + i)
+        p["targets"] = kept
+        p["id"] = pid
+        p["datasource"] = DS
+        p["gridPos"] = {"h": h, "w": w, "x": x, "y": y}
+        pid += 1
+        x += w
+        rowh = max(rowh, h)
+        out.append(p)
+    return out
+
+
+def dashboard(uid, title, tags, templ, panels, documented, dropped):
+    return {
+        "annotations": {"list": [{"builtIn": 1, "datasource": {"type": "grafana", "uid": "-- Grafana --"},
+                                  "enable": True, "hide": True, "iconColor": "rgba(0, 211, 255, 1)",
+                                  "name": "Annotations & Alerts", "type": "dashboard"}]},
+        "description": "rdma_exporter: " + title.split(" / ")[1],
+        "editable": True, "fiscalYearStartMonth": 0, "graphTooltip": 1, "id": None,
+        "links": [{"asDropdown": True, "includeVars": True, "keepTime": True, "tags": ["rdma_exporter"],
+                   "title": "RDMA dashboards", "type": "dashboards", "icon": "external link",
+                   "targetBlank": False, "tooltip": "", "url": ""}],
+        "panels": layout(panels, documented, dropped, uid),
+        "refresh": "30s", "schemaVersion": 39, "tags": ["rdma_exporter", "rdma"] + tags,
+        "templating": {"list": templ}, "time": {"from": "now-6h", "to": "now"},
+        "timepicker": {}, "timezone": "", "title": title, "uid": uid, "version": 1, "weekStart": "",
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Alert rules. Each alert carries its promtool unit tests: `fire` series make it fire (the
+# expected labels are checked), `quiet` series keep it silent.
+# --------------------------------------------------------------------------------------------
+P = 'job="rdma-exporter", instance="node1", device="mlx5_0", port="1"'
+J = 'job="rdma-exporter", instance="node1"'
+
+
+def alert(name, expr, for_, severity, summary, description, fire, quiet, labels, eval_at="20m"):
+    return {"name": name, "expr": expr, "for": for_, "severity": severity, "summary": summary,
+            "description": description, "fire": fire, "quiet": quiet,
+            "labels": dict({"job": "rdma-exporter"}, **labels), "eval_at": eval_at}
+
+
+ALERTS = [
+    ("rdma-exporter", [
+        alert("RdmaExporterDown", 'up{job=~".*rdma.exporter.*"} == 0', "5m", "critical",
+              "rdma_exporter on {{ $labels.instance }} is down",
+              "Prometheus could not scrape rdma_exporter on {{ $labels.instance }} for 5 minutes: no RDMA "
+              "metrics from this node.",
+              [("up{%s}" % J, "1 0x30")], [("up{%s}" % J, "1x30")], {"instance": "node1", "job": "rdma-exporter"}),
+        alert("RdmaExporterCollectorFailing", "rdma_exporter_collector_success == 0", "10m", "warning",
+              "Collector {{ $labels.collector }} fails on {{ $labels.instance }}",
+              "The {{ $labels.collector }} collector has not completed a scrape for 10 minutes (timeout or "
+              "exception); its metrics are missing or stale.",
+              [('rdma_exporter_collector_success{%s, collector="port"}' % J, "0x30")],
+              [('rdma_exporter_collector_success{%s, collector="port"}' % J, "1x30")],
+              {"instance": "node1", "collector": "port"}),
+        alert("RdmaExporterCollectorErrors",
+              'sum by (job, instance, collector, reason) (rate(rdma_exporter_collector_errors_total'
+              '{reason!~"not_supported|not_available"}[5m])) > 0', "30m", "info",
+              "Collector {{ $labels.collector }} reports {{ $labels.reason }} errors on {{ $labels.instance }}",
+              "{{ $labels.collector }} has counted {{ $labels.reason }} errors for 30 minutes "
+              "({{ $value | humanize }}/s). The exporter log names the file or request once per cause.",
+              [('rdma_exporter_collector_errors_total{%s, collector="port", reason="io_error"}' % J, "0+2x60")],
+              [('rdma_exporter_collector_errors_total{%s, collector="port", reason="io_error"}' % J, "5x60"),
+               ('rdma_exporter_collector_errors_total{%s, collector="port", reason="not_supported"}' % J, "0+2x60")],
+              {"instance": "node1", "collector": "port", "reason": "io_error"}, eval_at="50m"),
+    ]),
+    ("rdma-ports", [
+        alert("RdmaPortDown",
+              "rdma_port_state < 4 and on(job, instance, device, port) max_over_time(rdma_port_state[1d]) >= 4",
+              "5m", "critical",
+              "RDMA port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.instance }} is down",
+              "Port {{ $labels.device }}/{{ $labels.port }} left ACTIVE (state {{ $value }}) and has not come back "
+              "for 5 minutes. Ports never ACTIVE in the last day (unused ports) do not alert.",
+              [("rdma_port_state{%s}" % P, "4x5 1x30")],
+              [("rdma_port_state{%s}" % P, "1x30"), ('rdma_port_state{%s}' % P.replace('"1"', '"2"'), "4x30")],
+              {"instance": "node1", "device": "mlx5_0", "port": "1"}),
+        alert("RdmaPortFlapping", "increase(rdma_port_link_downed_total[30m]) > 2", "0m", "warning",
+              "RDMA port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.instance }} is flapping",
+              "The link went down {{ $value | humanize }} times in 30 minutes (LinkDownedCounter).",
+              [("rdma_port_link_downed_total{%s}" % P, "0 0 1 1 2 3 4 4x20")],
+              [("rdma_port_link_downed_total{%s}" % P, "7 7 8 8x20")],
+              {"instance": "node1", "device": "mlx5_0", "port": "1"}),
+        alert("RdmaPortSymbolErrorsRising", "increase(rdma_port_symbol_errors_total[10m]) > 10", "10m", "warning",
+              "Symbol errors rising on {{ $labels.device }}/{{ $labels.port }} ({{ $labels.instance }})",
+              "{{ $value | humanize }} symbol errors in 10 minutes: a marginal cable, transceiver or port.",
+              [("rdma_port_symbol_errors_total{%s}" % P, "0+5x40")],
+              [("rdma_port_symbol_errors_total{%s}" % P, "100+0x40")],
+              {"instance": "node1", "device": "mlx5_0", "port": "1"}, eval_at="30m"),
+        alert("RdmaPortLinkErrorsRising",
+              "increase(rdma_port_link_error_recovery_total[10m]) + increase(rdma_port_receive_errors_total[10m]) "
+              "+ increase(rdma_port_local_link_integrity_errors_total[10m]) > 5", "10m", "warning",
+              "Link errors rising on {{ $labels.device }}/{{ $labels.port }} ({{ $labels.instance }})",
+              "Link error recoveries, receive errors and local link integrity errors add up to "
+              "{{ $value | humanize }} in 10 minutes.",
+              [("rdma_port_link_error_recovery_total{%s}" % P, "0+1x40"),
+               ("rdma_port_receive_errors_total{%s}" % P, "0+2x40"),
+               ("rdma_port_local_link_integrity_errors_total{%s}" % P, "0x40")],
+              [("rdma_port_link_error_recovery_total{%s}" % P, "3x40"),
+               ("rdma_port_receive_errors_total{%s}" % P, "0x40"),
+               ("rdma_port_local_link_integrity_errors_total{%s}" % P, "0x40")],
+              {"instance": "node1", "device": "mlx5_0", "port": "1"}, eval_at="30m"),
+        alert("RdmaPortPmaCounterSaturated", "rdma_port_pma_saturated == 1", "1h", "info",
+              "PMA counter {{ $labels.counter }} saturated on {{ $labels.device }}/{{ $labels.port }}",
+              "{{ $labels.counter }} sits at its maximum and no longer counts; errors it should show are hidden "
+              "until it is reset.",
+              [('rdma_port_pma_saturated{%s, counter="symbol_error"}' % P, "1x90")],
+              [('rdma_port_pma_saturated{%s, counter="symbol_error"}' % P, "0x90")],
+              {"instance": "node1", "device": "mlx5_0", "port": "1", "counter": "symbol_error"}, eval_at="80m"),
+        alert("RdmaPortTransmitWaitHigh",
+              "rate(rdma_port_transmit_wait_total[5m]) / (rate(rdma_port_transmit_packets_total[5m]) > 0) > 10",
+              "15m", "warning",
+              "Transmit wait high on {{ $labels.device }}/{{ $labels.port }} ({{ $labels.instance }})",
+              "PortXmitWait grows {{ $value | humanize }} ticks per packet sent: the port waits for credits, "
+              "the fabric downstream is congested.",
+              [("rdma_port_transmit_wait_total{%s}" % P, "0+60000x40"),
+               ("rdma_port_transmit_packets_total{%s}" % P, "0+1000x40")],
+              [("rdma_port_transmit_wait_total{%s}" % P, "0+60x40"),
+               ("rdma_port_transmit_packets_total{%s}" % P, "0+1000x40")],
+              {"instance": "node1", "device": "mlx5_0", "port": "1"}, eval_at="30m"),
+    ]),
+    ("rdma-roce", [
+        alert("RdmaRocePfcPauseStorm", "increase(rdma_netdev_pause_storm_events_total[5m]) > 0", "0m", "critical",
+              "PFC pause storm on {{ $labels.netdev }} ({{ $labels.instance }})",
+              "The NIC detected a pause storm ({{ $labels.event }}): a receiver stopped draining and pauses its "
+              "link partner; the storm can spread through the fabric.",
+              [('rdma_netdev_pause_storm_events_total{%s, netdev="eth2", event="error"}' % J, "0 0 1 1x20")],
+              [('rdma_netdev_pause_storm_events_total{%s, netdev="eth2", event="error"}' % J, "1x20")],
+              {"instance": "node1", "netdev": "eth2", "event": "error"}, eval_at="4m"),
+        alert("RdmaRocePfcPausedHigh",
+              "rate(rdma_netdev_pfc_pause_duration_seconds_total[5m]) > 0.2", "10m", "warning",
+              "Priority {{ $labels.priority }} paused {{ $value | humanizePercentage }} on {{ $labels.netdev }}",
+              "{{ $labels.netdev }} ({{ $labels.direction }}) spends {{ $value | humanizePercentage }} of the time "
+              "paused on priority {{ $labels.priority }}.",
+              [('rdma_netdev_pfc_pause_duration_seconds_total{%s, netdev="eth2", direction="rx", priority="3"}' % J,
+                "0+30x40")],
+              [('rdma_netdev_pfc_pause_duration_seconds_total{%s, netdev="eth2", direction="rx", priority="3"}' % J,
+                "0+1x40")],
+              {"instance": "node1", "netdev": "eth2", "direction": "rx", "priority": "3"}, eval_at="30m"),
+        alert("RdmaRoceConfigInconsistent", "rdma_netdev_roce_config_consistent == 0", "5m", "warning",
+              "RoCE priority misconfigured on {{ $labels.netdev }} ({{ $labels.instance }})",
+              "PFC/ECN for the RoCE priority is not as expected: {{ $labels.reason }}.",
+              [('rdma_netdev_roce_config_consistent{%s, netdev="eth2", reason="pfc_disabled"}' % J, "0x20")],
+              [('rdma_netdev_roce_config_consistent{%s, netdev="eth2", reason="ok"}' % J, "1x20")],
+              {"instance": "node1", "netdev": "eth2", "reason": "pfc_disabled"}),
+        alert("RdmaRoceCnpRateHigh", "rate(rdma_roce_cnp_handled_total[5m]) > 1000", "15m", "warning",
+              "Sustained congestion notifications on {{ $labels.device }}/{{ $labels.port }}",
+              "The port handles {{ $value | humanize }} CNPs/s: its flows are being slowed down by DCQCN.",
+              [("rdma_roce_cnp_handled_total{%s}" % P, "0+120000x40")],
+              [("rdma_roce_cnp_handled_total{%s}" % P, "0+600x40")],
+              {"instance": "node1", "device": "mlx5_0", "port": "1"}, eval_at="30m"),
+        alert("RdmaRoceEcnMarkRateHigh", "rate(rdma_roce_ecn_marked_packets_total[5m]) > 1000", "15m", "warning",
+              "Sustained ECN marking towards {{ $labels.device }}/{{ $labels.port }}",
+              "{{ $value | humanize }} ECN-marked packets/s received: switch queues on the path are building up.",
+              [("rdma_roce_ecn_marked_packets_total{%s}" % P, "0+120000x40")],
+              [("rdma_roce_ecn_marked_packets_total{%s}" % P, "0+600x40")],
+              {"instance": "node1", "device": "mlx5_0", "port": "1"}, eval_at="30m"),
+        alert("RdmaRoceOutOfSequenceHigh", "rate(rdma_roce_out_of_sequence_packets_total[5m]) > 100", "15m", "warning",
+              "Out-of-sequence packets on {{ $labels.device }}/{{ $labels.port }}",
+              "{{ $value | humanize }} out-of-sequence packets/s: packets are dropped on the path (lossy "
+              "fabric, PFC not working) and go-back-N retransmits.",
+              [("rdma_roce_out_of_sequence_packets_total{%s}" % P, "0+12000x40")],
+              [("rdma_roce_out_of_sequence_packets_total{%s}" % P, "0+60x40")],
+              {"instance": "node1", "device": "mlx5_0", "port": "1"}, eval_at="30m"),
+        alert("RdmaRoceRetransmissionsHigh", "rate(rdma_roce_local_ack_timeouts_total[5m]) > 10", "15m", "warning",
+              "Transport retransmissions on {{ $labels.device }}/{{ $labels.port }}",
+              "{{ $value | humanize }} local ACK timeouts/s: requests are retransmitted after a timeout.",
+              [("rdma_roce_local_ack_timeouts_total{%s}" % P, "0+1200x40")],
+              [("rdma_roce_local_ack_timeouts_total{%s}" % P, "0+6x40")],
+              {"instance": "node1", "device": "mlx5_0", "port": "1"}, eval_at="30m"),
+    ]),
+    ("rdma-pma-fabric", [
+        alert("RdmaFabricTransmitWaitHigh",
+              "rate(rdma_pma_port_transmit_wait_total[5m]) > 1e6", "15m", "warning",
+              "Fabric congestion at {{ $labels.node_desc }} port {{ $labels.port }}",
+              "The switch or HCA port waits {{ $value | humanize }} ticks/s for credits (PortXmitWait).",
+              [('rdma_pma_port_transmit_wait_total{%s, node_guid="0x1", node_desc="leaf1", port="3"}' % J,
+                "0+120000000x40")],
+              [('rdma_pma_port_transmit_wait_total{%s, node_guid="0x1", node_desc="leaf1", port="3"}' % J,
+                "0+6000x40")],
+              {"instance": "node1", "node_guid": "0x1", "node_desc": "leaf1", "port": "3"}, eval_at="30m"),
+    ]),
+    ("rdma-prober", [
+        alert("RdmaProbeLoss",
+              "sum by (job, instance, peer) (rate(rdma_probe_lost_total[5m])) / "
+              "sum by (job, instance, peer) (rate(rdma_probe_sent_total[5m])) > 0.01", "5m", "warning",
+              "RDMA probes from {{ $labels.instance }} to {{ $labels.peer }} are lost",
+              "{{ $value | humanizePercentage }} of the probes to {{ $labels.peer }} were lost over 5 minutes.",
+              [('rdma_probe_lost_total{%s, peer="node2"}' % J, "0+5x30"),
+               ('rdma_probe_sent_total{%s, peer="node2"}' % J, "0+60x30")],
+              [('rdma_probe_lost_total{%s, peer="node2"}' % J, "0x30"),
+               ('rdma_probe_sent_total{%s, peer="node2"}' % J, "0+60x30")],
+              {"instance": "node1", "peer": "node2"}),
+        alert("RdmaProbeRttHigh",
+              "histogram_quantile(0.99, sum by (job, instance, peer, le) (rate(rdma_probe_rtt_seconds_bucket[5m]))) "
+              "> 0.0001", "10m", "warning",
+              "RDMA RTT p99 from {{ $labels.instance }} to {{ $labels.peer }} is {{ $value | humanizeDuration }}",
+              "The 99th percentile of the RDMA WRITE round trip is above 100µs for 10 minutes.",
+              [('rdma_probe_rtt_seconds_bucket{%s, peer="node2", le="0.00001"}' % J, "0+10x40"),
+               ('rdma_probe_rtt_seconds_bucket{%s, peer="node2", le="0.001"}' % J, "0+60x40"),
+               ('rdma_probe_rtt_seconds_bucket{%s, peer="node2", le="+Inf"}' % J, "0+60x40")],
+              [('rdma_probe_rtt_seconds_bucket{%s, peer="node2", le="0.00001"}' % J, "0+60x40"),
+               ('rdma_probe_rtt_seconds_bucket{%s, peer="node2", le="0.001"}' % J, "0+60x40"),
+               ('rdma_probe_rtt_seconds_bucket{%s, peer="node2", le="+Inf"}' % J, "0+60x40")],
+              {"instance": "node1", "peer": "node2"}, eval_at="30m"),
+        alert("RdmaProbePeerDown", "rdma_probe_peer_up == 0", "5m", "warning",
+              "RDMA peer {{ $labels.peer }} unreachable from {{ $labels.instance }}",
+              "No probe to {{ $labels.peer }} has completed for 5 minutes (no connection or every probe failed).",
+              [('rdma_probe_peer_up{%s, peer="node2"}' % J, "0x20")],
+              [('rdma_probe_peer_up{%s, peer="node2"}' % J, "1x20")],
+              {"instance": "node1", "peer": "node2"}),
+    ]),
+]
+
+
+# What {{ $value }} renders to in each alert's firing test case, worked out by hand from the input
+# series (e.g. 5 lost of 60 sent per minute = 8.333%), so the unit tests also check the templates.
+FIRING_VALUE = {
+    "RdmaExporterCollectorErrors": "33.33m", "RdmaPortDown": "1", "RdmaPortFlapping": "4",
+    "RdmaPortSymbolErrorsRising": "50", "RdmaPortLinkErrorsRising": "30", "RdmaPortTransmitWaitHigh": "60",
+    "RdmaRocePfcPausedHigh": "50%", "RdmaRoceCnpRateHigh": "2k", "RdmaRoceEcnMarkRateHigh": "2k",
+    "RdmaRoceOutOfSequenceHigh": "200", "RdmaRoceRetransmissionsHigh": "20", "RdmaFabricTransmitWaitHigh": "2M",
+    "RdmaProbeLoss": "8.333%", "RdmaProbeRttHigh": "988.1us",
+}
+
+
+def render_template(text, labels, value):
+    text = re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels[m.group(1)], text)
+    return re.sub(r"\{\{ \$value[^}]*\}\}", value, text)
+
+
+def anchor(name):
+    return name.lower()
+
+
+def build_rules(documented, dropped):
+    groups, tests = [], []
+    for gname, alerts in ALERTS:
+        rules = []
+        for a in alerts:
+            missing = sorted(m for m in promql_util.metrics_in(a["expr"]) if m not in documented)
+            if missing:
+                dropped.append("alert %s: %s" % (a["name"], ", ".join(missing)))
+                continue
+            r = {"alert": a["name"], "expr": a["expr"]}
+            if a["for"] != "0m":
+                r["for"] = a["for"]
+            r["labels"] = {"severity": a["severity"]}
+            r["annotations"] = {"summary": a["summary"], "description": a["description"],
+                                "runbook_url": "%s#%s" % (RUNBOOK, anchor(a["name"]))}
+            rules.append(r)
+            exp_labels = dict(a["labels"], severity=a["severity"])
+            for kind, series in (("fire", a["fire"]), ("quiet", a["quiet"])):
+                case = {"interval": "1m",
+                        "input_series": [{"series": s, "values": v} for s, v in series],
+                        "alert_rule_test": [{"eval_time": a["eval_at"], "alertname": a["name"],
+                                             "exp_alerts": []}]}
+                if kind == "fire":
+                    case["alert_rule_test"][0]["exp_alerts"] = [{"exp_labels": exp_labels, "exp_annotations": {
+                        k: (render_template(v, exp_labels, FIRING_VALUE.get(a["name"], "?")) if k != "runbook_url" else v)
+                        for k, v in r["annotations"].items()}}]
+                tests.append(case)
+        if rules:
+            groups.append({"name": gname, "rules": rules})
+    return {"groups": groups}, tests
+
+
+# --------------------------------------------------------------------------------------------
+# Output
+# --------------------------------------------------------------------------------------------
+HEADER = ("# Generated by deploy/generate.py from its alert table; edit that and re-run.\n"
+          "# Runbooks: docs/runbooks.md\n")
+
+
+def yaml_dump(obj):
+    import yaml
+
+    class D(yaml.SafeDumper):
+        pass
+
+    def str_rep(dumper, s):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", s, style='"' if ("{{" in s or ":" in s) else None)
+    D.add_representer(str, str_rep)
+    return yaml.dump(obj, Dumper=D, sort_keys=False, width=110, allow_unicode=True)
+
+
+class _Everything:
+    def __contains__(self, _):
+        return True
+
+
+def render(all_metrics=False):
+    documented = (_Everything() if all_metrics
+                  else promql_util.documented_metrics(os.path.join(ROOT, "docs", "metrics.md")))
+    dropped = []
+    files = {}
+    for fn in (dash_overview, dash_port, dash_roce, dash_pma, dash_prober):
+        uid, title, tags, templ, panels = fn()
+        d = dashboard(uid, title, tags, templ, panels, documented, dropped)
+        files["dashboards/%s.json" % uid] = json.dumps(d, indent=2, ensure_ascii=False) + "\n"
+    rules, tests = build_rules(documented, dropped)
+    files["deploy/prometheus/rdma-exporter.rules.yml"] = HEADER + yaml_dump(rules)
+    prule = {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
+             "metadata": {"name": "rdma-exporter", "labels": {"app.kubernetes.io/name": "rdma-exporter",
+                                                             "prometheus": "k8s", "role": "alert-rules"}},
+             "spec": rules}
+    files["deploy/kubernetes/base/prometheusrule.yaml"] = HEADER + yaml_dump(prule)
+    files["tests/deploy/rules.test.yml"] = (
+        "# Generated by deploy/generate.py: for every alert one case that fires and one that stays quiet.\n"
+        + yaml_dump({"rule_files": ["../../deploy/prometheus/rdma-exporter.rules.yml"],
+                     "evaluation_interval": "1m", "tests": tests}))
+    return files, dropped
+
+
+def main():
+    check = "--check" in sys.argv
+    # --all DIR: write everything, documented or not, under DIR (to test the planned rules).
+    out_root = sys.argv[sys.argv.index("--all") + 1] if "--all" in sys.argv else ROOT
+    files, dropped = render(all_metrics=out_root != ROOT)
+    bad = 0
+    for rel, text in files.items():
+        path = os.path.join(out_root, rel)
+        if check:
+            cur = open(path, encoding="utf-8").read() if os.path.exists(path) else None
+            if cur != text:
+                print("out of date: %s" % rel)
+                bad = 1
+        else:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+    for d in dropped:
+        print("left out (metric not in docs/metrics.md): " + d, file=sys.stderr)
+    return bad
+
+
+if __name__ == "__main__":
+    sys.exit(main())

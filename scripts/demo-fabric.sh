@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Writes the bundled demo fabric (a realistic fake /sys: mlx5 InfiniBand and RoCE ports, a bond,
+# bnxt_re, rxe, a DOWN port) and keeps its counters moving, like a busy node.
+#   scripts/demo-fabric.sh DIR            write DIR and tick every second until killed
+#   scripts/demo-fabric.sh DIR --no-tick  only write it
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+dir=${1:?usage: demo-fabric.sh DIR [--no-tick]}
+rm -rf "$dir"
+python3 "$here/tests/fixtures/sysfs_gen.py" "$dir" --profile demo
+[ "${2:-}" = "--no-tick" ] && exit 0
+exec python3 "$here/tests/fixtures/sysfs_gen.py" "$dir" --tick --interval 1

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# README command 2: install what is missing, build, and run the whole test suite (every label:
+# unit, fixtures, prometheus, vm, ibsim, netns). Exits non-zero when any test fails.
+#   scripts/test.sh [ctest args...]      e.g. scripts/test.sh -L unit
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$here/build}
+"$here/scripts/install-deps.sh"
+cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j"$(nproc)"
+cd "$build"
+ctest --output-on-failure --timeout 900 "$@"

@@ -1,0 +1,96 @@
+// PMA queries over libibumad: many Get MADs in flight (bounded window), per-MAD timeout and
+// retries, replies matched by transaction ID. One client per (CA, port) per process, shared by
+// the local and fabric modes (and across SIGHUP reloads): real kernels allow more, but the ibsim
+// shim routes replies to the port that registered a class last, so a second open would steal them.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sources/mad/pma_decode.h"
+
+namespace rdma::mad {
+
+struct PmaQuery {
+  std::uint16_t lid = 0;
+  std::uint8_t port_select = 0;
+  PmaAttr attr = PmaAttr::kPortCounters;
+};
+
+enum class Outcome : std::uint8_t {
+  kOk,
+  kTimeout,    // no reply within timeout after every retry
+  kStatus,     // the agent answered with a non-zero MAD status (see `status`)
+  kSendError,  // umad_send failed (no route, port gone)
+  kMalformed,  // a reply that matched the TID but was short or of another class/attribute
+};
+std::string_view outcome_label(Outcome o);  // "ok", "timeout", "mad_status", "send_error", "malformed"
+
+struct PmaReply {
+  Outcome outcome = Outcome::kTimeout;
+  std::uint16_t status = 0;
+  std::uint8_t attempts = 0;
+  std::array<std::uint8_t, kPmaDataSize> data{};
+  std::span<const std::uint8_t> payload() const { return data; }
+};
+
+struct QueryOptions {
+  unsigned window = 64;                       // MADs in flight at most
+  std::chrono::milliseconds timeout{500};     // per MAD and attempt
+  unsigned retries = 2;                       // extra attempts after a timeout
+};
+
+struct QueryStats {
+  std::uint64_t sent = 0;      // MADs written, retries included
+  std::uint64_t timeouts = 0;  // attempts that timed out
+  std::uint64_t stray = 0;     // replies matching no outstanding request (late, duplicate)
+};
+
+// The resolved identity of a local umad port (what umad_get_port reports).
+struct LocalPort {
+  std::string ca;
+  int port = 0;
+  std::uint16_t lid = 0;
+  std::uint64_t port_guid = 0;
+  std::uint64_t node_guid = 0;
+  int state = 0;  // 4 = ACTIVE
+  std::string link_layer;  // "InfiniBand", "Ethernet", or "IB" (umad2sim has no link_layer file)
+};
+
+// Ports of every CA libibumad lists (its umad_get_ca_device_list: /sys/class/infiniband via libc
+// opendir/open, which the umad2sim shim redirects). Empty without RDMA devices.
+std::vector<LocalPort> list_local_ports(std::string* error);
+
+class MadClient {
+ public:
+  // The process-wide client of (ca, port); ca "" and port 0 mean libibumad's default. nullptr and
+  // *error on failure.
+  static std::shared_ptr<MadClient> shared(const std::string& ca, int port, std::string* error);
+  ~MadClient();
+  MadClient(const MadClient&) = delete;
+  MadClient& operator=(const MadClient&) = delete;
+
+  // Sends every query (at most `window` outstanding) and returns one reply per query, same order.
+  // Serialized: concurrent callers wait for each other.
+  std::vector<PmaReply> query(std::span<const PmaQuery> queries, const QueryOptions& opts, QueryStats* stats = nullptr);
+
+  const std::string& ca() const { return ca_; }
+  int port() const { return port_; }
+
+ private:
+  MadClient(std::string ca, int port, int fd, int agent) : ca_(std::move(ca)), port_(port), fd_(fd), agent_(agent) {}
+  std::string ca_;
+  int port_;
+  int fd_;
+  int agent_;
+  std::mutex mu_;
+  std::uint32_t next_tid_ = 0x5000;
+};
+
+}  // namespace rdma::mad

@@ -1,0 +1,234 @@
+#include "sources/netlink/rdma_stat.h"
+
+#include <linux/netlink.h>
+#include <rdma/rdma_netlink.h>
+
+#include <cstring>
+
+namespace rdma::netlink {
+
+static_assert(kNetlinkRdma == NETLINK_RDMA);
+static_assert(kClientNldev == RDMA_NL_NLDEV);
+static_assert(kCmdGet == RDMA_NLDEV_CMD_GET && kCmdStatGet == RDMA_NLDEV_CMD_STAT_GET);
+static_assert(kAttrDevIndex == RDMA_NLDEV_ATTR_DEV_INDEX && kAttrDevName == RDMA_NLDEV_ATTR_DEV_NAME &&
+              kAttrPortIndex == RDMA_NLDEV_ATTR_PORT_INDEX);
+static_assert(kAttrStatHwCounters == RDMA_NLDEV_ATTR_STAT_HWCOUNTERS &&
+              kAttrStatHwCounterEntry == RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY &&
+              kAttrStatHwCounterEntryName == RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME &&
+              kAttrStatHwCounterEntryValue == RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE);
+static_assert(nldev_type(kCmdStatGet) == RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_STAT_GET));
+
+namespace {
+
+constexpr std::size_t kHdr = sizeof(nlmsghdr);      // 16
+constexpr std::size_t kAttrHdr = sizeof(nlattr);    // 4
+constexpr std::size_t align4(std::size_t n) { return (n + 3) & ~std::size_t{3}; }
+
+template <class T>
+T load(const std::uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// Iterates the attributes of [p, p+len). Calls f(type without flags, payload, payload length)
+// for each; returns false when an attribute overruns the buffer.
+template <class F>
+bool for_each_attr(const std::uint8_t* p, std::size_t len, F&& f) {
+  std::size_t off = 0;
+  while (off + kAttrHdr <= len) {
+    const auto alen = load<std::uint16_t>(p + off);
+    const auto type = static_cast<std::uint16_t>(load<std::uint16_t>(p + off + 2) & NLA_TYPE_MASK);
+    if (alen < kAttrHdr || alen > len - off) return false;
+    f(type, p + off + kAttrHdr, static_cast<std::size_t>(alen - kAttrHdr));
+    off += align4(alen);
+  }
+  return true;  // trailing bytes shorter than an attribute header are padding
+}
+
+bool get_u32(const std::uint8_t* p, std::size_t n, std::uint32_t& out) {
+  if (n < 4) return false;
+  out = load<std::uint32_t>(p);
+  return true;
+}
+
+// NLA_NUL_STRING: up to the first NUL; a string without NUL is taken whole.
+std::string get_str(const std::uint8_t* p, std::size_t n) {
+  const void* nul = std::memchr(p, 0, n);
+  return std::string(reinterpret_cast<const char*>(p), nul ? static_cast<const std::uint8_t*>(nul) - p : n);
+}
+
+bool decode_entry(const std::uint8_t* p, std::size_t n, HwCounter& out) {
+  bool has_name = false, has_value = false;
+  const bool ok = for_each_attr(p, n, [&](std::uint16_t t, const std::uint8_t* v, std::size_t vn) {
+    if (t == kAttrStatHwCounterEntryName) {
+      out.name = get_str(v, vn);
+      has_name = true;
+    } else if (t == kAttrStatHwCounterEntryValue && vn >= 8) {
+      out.value = load<std::uint64_t>(v);
+      has_value = true;
+    }
+  });
+  return ok && has_name && has_value && !out.name.empty();
+}
+
+bool decode_stat(const std::uint8_t* p, std::size_t n, PortStats& out) {
+  bool has_dev = false, has_port = false, entries_ok = true;
+  const bool ok = for_each_attr(p, n, [&](std::uint16_t t, const std::uint8_t* v, std::size_t vn) {
+    if (t == kAttrDevIndex) has_dev = get_u32(v, vn, out.dev_index);
+    else if (t == kAttrDevName) out.dev_name = get_str(v, vn);
+    else if (t == kAttrPortIndex) has_port = get_u32(v, vn, out.port);
+    else if (t == kAttrStatHwCounters) {
+      entries_ok = for_each_attr(v, vn, [&](std::uint16_t et, const std::uint8_t* ev, std::size_t evn) {
+                     if (et != kAttrStatHwCounterEntry) return;
+                     HwCounter c;
+                     if (decode_entry(ev, evn, c)) out.counters.push_back(std::move(c));
+                     else entries_ok = false;
+                   }) && entries_ok;
+    }
+  });
+  return ok && entries_ok && has_dev && has_port;
+}
+
+bool decode_device(const std::uint8_t* p, std::size_t n, DeviceEntry& out) {
+  bool has_index = false, has_name = false;
+  const bool ok = for_each_attr(p, n, [&](std::uint16_t t, const std::uint8_t* v, std::size_t vn) {
+    if (t == kAttrDevIndex) has_index = get_u32(v, vn, out.index);
+    else if (t == kAttrDevName) {
+      out.name = get_str(v, vn);
+      has_name = !out.name.empty();
+    }
+  });
+  return ok && has_index && has_name;
+}
+
+}  // namespace
+
+Decoded decode_messages(const std::uint8_t* data, std::size_t len) {
+  Decoded d;
+  if (data == nullptr) return d;
+  std::size_t off = 0;
+  while (off + kHdr <= len) {
+    const auto h = load<nlmsghdr>(data + off);
+    if (h.nlmsg_len < kHdr || h.nlmsg_len > len - off) {
+      d.malformed = true;
+      return d;
+    }
+    d.seqs.push_back(h.nlmsg_seq);
+    const std::uint8_t* body = data + off + kHdr;
+    const std::size_t blen = h.nlmsg_len - kHdr;
+    if (h.nlmsg_type == NLMSG_DONE) {
+      d.done = true;
+    } else if (h.nlmsg_type == NLMSG_ERROR) {
+      d.done = true;
+      if (blen < sizeof(int)) d.malformed = true;
+      else {
+        const int e = load<int>(body);
+        if (e < 0) d.error = -e;
+        else if (e > 0) d.malformed = true;
+      }
+    } else if (h.nlmsg_type == nldev_type(kCmdStatGet)) {
+      PortStats s;
+      if (decode_stat(body, blen, s)) d.stats.push_back(std::move(s));
+      else d.malformed = true;
+    } else if (h.nlmsg_type == nldev_type(kCmdGet)) {
+      DeviceEntry e;
+      if (decode_device(body, blen, e)) d.devices.push_back(std::move(e));
+      else d.malformed = true;
+    }
+    // NLMSG_NOOP, NLMSG_OVERRUN and other types: ignored.
+    off += align4(h.nlmsg_len);
+  }
+  if (off < len) d.malformed = true;  // a truncated message at the end
+  return d;
+}
+
+MessageBuilder::MessageBuilder(std::uint16_t type, std::uint16_t flags, std::uint32_t seq, std::uint32_t pid) {
+  nlmsghdr h{};
+  h.nlmsg_len = kHdr;
+  h.nlmsg_type = type;
+  h.nlmsg_flags = flags;
+  h.nlmsg_seq = seq;
+  h.nlmsg_pid = pid;
+  buf_.resize(kHdr);
+  std::memcpy(buf_.data(), &h, kHdr);
+}
+
+MessageBuilder& MessageBuilder::raw(std::uint16_t type, const void* p, std::size_t n) {
+  const std::size_t start = buf_.size();
+  const auto alen = static_cast<std::uint16_t>(kAttrHdr + n);
+  buf_.resize(start + align4(alen), 0);
+  std::memcpy(buf_.data() + start, &alen, 2);
+  std::memcpy(buf_.data() + start + 2, &type, 2);
+  if (n) std::memcpy(buf_.data() + start + kAttrHdr, p, n);
+  return *this;
+}
+
+MessageBuilder& MessageBuilder::u32(std::uint16_t type, std::uint32_t v) { return raw(type, &v, sizeof v); }
+
+MessageBuilder& MessageBuilder::u64(std::uint16_t type, std::uint64_t v) {
+  // Like nla_put_u64_64bit: a PAD attribute first when the payload would not be 8-aligned.
+  if ((buf_.size() + kAttrHdr) % 8 != 0) raw(RDMA_NLDEV_ATTR_PAD, nullptr, 0);
+  return raw(type, &v, sizeof v);
+}
+
+MessageBuilder& MessageBuilder::str(std::uint16_t type, const std::string& v) {
+  return raw(type, v.c_str(), v.size() + 1);
+}
+
+MessageBuilder& MessageBuilder::begin_nest(std::uint16_t type) {
+  nests_.push_back(buf_.size());
+  return raw(static_cast<std::uint16_t>(type | NLA_F_NESTED), nullptr, 0);
+}
+
+MessageBuilder& MessageBuilder::end_nest() {
+  if (nests_.empty()) return *this;
+  const std::size_t start = nests_.back();
+  nests_.pop_back();
+  const auto alen = static_cast<std::uint16_t>(buf_.size() - start);
+  std::memcpy(buf_.data() + start, &alen, 2);
+  return *this;
+}
+
+std::vector<std::uint8_t> MessageBuilder::finish() {
+  while (!nests_.empty()) end_nest();
+  const auto len = static_cast<std::uint32_t>(buf_.size());
+  std::memcpy(buf_.data(), &len, 4);
+  return std::move(buf_);
+}
+
+std::vector<std::uint8_t> encode_stat_get(std::uint32_t seq, std::uint32_t dev_index, std::uint32_t port) {
+  return MessageBuilder(nldev_type(kCmdStatGet), NLM_F_REQUEST | NLM_F_ACK, seq)
+      .u32(kAttrDevIndex, dev_index)
+      .u32(kAttrPortIndex, port)
+      .finish();
+}
+
+std::vector<std::uint8_t> encode_dev_dump(std::uint32_t seq) {
+  return MessageBuilder(nldev_type(kCmdGet), NLM_F_REQUEST | NLM_F_ACK | NLM_F_DUMP, seq).finish();
+}
+
+std::vector<std::uint8_t> encode_error(std::uint32_t seq, int negative_errno) {
+  MessageBuilder b(NLMSG_ERROR, 0, seq);
+  nlmsgerr e{};
+  e.error = negative_errno;
+  e.msg.nlmsg_seq = seq;
+  auto out = b.finish();
+  const std::size_t at = out.size();
+  out.resize(at + sizeof e);
+  std::memcpy(out.data() + at, &e, sizeof e);
+  const auto len = static_cast<std::uint32_t>(out.size());
+  std::memcpy(out.data(), &len, 4);
+  return out;
+}
+
+std::vector<std::uint8_t> encode_done(std::uint32_t seq) {
+  auto out = MessageBuilder(NLMSG_DONE, NLM_F_MULTI, seq).finish();
+  const std::size_t at = out.size();
+  out.resize(at + 4, 0);  // the kernel's DONE carries an int (0)
+  const auto len = static_cast<std::uint32_t>(out.size());
+  std::memcpy(out.data(), &len, 4);
+  return out;
+}
+
+}  // namespace rdma::netlink

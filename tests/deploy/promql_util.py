@@ -1,0 +1,122 @@
+"""PromQL helpers for the deploy tests and deploy/generate.py: collect the expressions of Grafana
+dashboards and Prometheus rule files, substitute Grafana variables, list the metric names an
+expression uses, and read the metric tables of docs/metrics.md."""
+import json
+import re
+
+# Grafana's built-in interval variables and what a check substitutes for them.
+GRAFANA_BUILTINS = {"__rate_interval": "5m", "__interval": "1m", "__range": "1h", "__range_s": "3600",
+                    "__range_ms": "3600000", "__interval_ms": "60000"}
+# Metrics that Prometheus itself makes (scrape meta-series).
+PROMETHEUS_BUILTIN = {"up", "scrape_duration_seconds", "scrape_samples_scraped",
+                      "scrape_series_added", "scrape_samples_post_metric_relabeling"}
+
+_KEYWORDS = {
+    "by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and", "or", "unless",
+    "offset", "atan2", "sum", "min", "max", "avg", "group", "stddev", "stdvar", "count",
+    "count_values", "bottomk", "topk", "quantile", "inf", "nan", "start", "end",
+}
+
+
+def substitute(expr, builtins=None, var_value="placeholder"):
+    """Replaces Grafana variables: $__rate_interval etc. by durations, any other $var, ${var},
+    ${var:fmt} or [[var]] by var_value (inside regex matchers '.*' keeps the query meaningful)."""
+    b = dict(GRAFANA_BUILTINS, **(builtins or {}))
+
+    def rep(m):
+        name = m.group(1) or m.group(2) or m.group(3)
+        return b.get(name, var_value)
+    return re.sub(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)|\[\[(\w+)\]\]", rep, expr)
+
+
+def metrics_in(expr):
+    """Metric names an expression selects (histogram _bucket/_sum/_count kept as written)."""
+    e = re.sub(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`', '""', expr)   # strings
+    e = re.sub(r"\{[^}]*\}", "", e)                                             # matchers
+    e = re.sub(r"\[[^\]]*\]", "", e)                                            # ranges
+    e = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", e)
+    e = re.sub(r"\boffset\s+-?\w+", " ", e)
+    names = set()
+    for m in re.finditer(r"(?<![\w.])([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(\()?", e):
+        word, call = m.group(1), m.group(2)
+        if call or word.lower() in _KEYWORDS:
+            continue
+        if re.fullmatch(r"\d+\w*", word):
+            continue
+        names.add(word)
+    return names
+
+
+def base_family(name, documented):
+    """Maps a selected name to its documented family: histogram/summary suffixes."""
+    if name in documented:
+        return name
+    for suf in ("_bucket", "_sum", "_count"):
+        if name.endswith(suf) and name[: -len(suf)] in documented:
+            return name[: -len(suf)]
+    return None
+
+
+def parse_metrics_doc(path):
+    """{name: {"type", "labels", "hardware", "section"}} from the tables of docs/metrics.md."""
+    out, section = {}, ""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("## "):
+                section = line[3:].strip()
+            if not line.startswith("| rdma_") and not line.startswith("| `rdma_"):
+                continue
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) < 6:
+                continue
+            name = cells[0].strip("`")
+            out[name] = {"type": cells[1], "labels": [l.strip() for l in cells[2].split(",") if l.strip()],
+                         "hardware": "*hardware*" in line, "section": section}
+    return out
+
+
+def documented_metrics(path):
+    doc = parse_metrics_doc(path)
+    names = set(doc)
+    for n, d in doc.items():
+        if d["type"] in ("histogram", "summary"):
+            names |= {n + "_bucket", n + "_sum", n + "_count"}
+    return names | PROMETHEUS_BUILTIN
+
+
+def dashboard_exprs(path):
+    """[(where, expr)] for every target and query variable of a dashboard (rows' nested panels too)."""
+    d = json.load(open(path, encoding="utf-8"))
+    out = []
+
+    def walk(panels, prefix=""):
+        for p in panels or []:
+            where = "%spanel %s '%s'" % (prefix, p.get("id"), p.get("title", ""))
+            for t in p.get("targets", []) or []:
+                if t.get("expr"):
+                    out.append(("%s target %s" % (where, t.get("refId")), t["expr"]))
+            walk(p.get("panels"), where + " > ")
+    walk(d.get("panels"))
+    for v in d.get("templating", {}).get("list", []):
+        if v.get("type") != "query":
+            continue
+        q = v.get("query")
+        q = q.get("query") if isinstance(q, dict) else q
+        m = re.fullmatch(r"\s*label_values\((.*),\s*\w+\s*\)\s*", q or "")
+        if m:
+            q = m.group(1)
+        m = re.fullmatch(r"\s*query_result\((.*)\)\s*", q or "")
+        if m:
+            q = m.group(1)
+        if q and not re.fullmatch(r"\s*(label_values\(\s*\w+\s*\)|metrics\(.*\)|label_names\(.*\))\s*", q):
+            out.append(("variable $%s" % v["name"], q))
+    return out
+
+
+def rule_exprs(path):
+    import yaml
+    doc = yaml.safe_load(open(path, encoding="utf-8"))
+    if doc.get("kind") == "PrometheusRule":
+        doc = doc["spec"]
+    return [("group %s rule %s" % (g["name"], r.get("alert") or r.get("record")), r["expr"])
+            for g in doc["groups"] for r in g["rules"]]

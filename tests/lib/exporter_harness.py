@@ -1,0 +1,115 @@
+"""Runs the real rdma_exporter binary on loopback and parses its real /metrics output.
+
+Shared by the Python tests (fixtures, prometheus, deploy...). Stdlib only.
+"""
+import contextlib
+import gzip
+import os
+import re
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+
+SAMPLE_RE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
+LABEL_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def unescape(v):
+    return v.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
+
+
+def parse_text(text):
+    """-> (samples {(name, frozenset(labels.items())): raw value string}, types {family: type})."""
+    samples, types = {}, {}
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, fam, typ = line.split(" ", 3)
+            types[fam] = typ
+            continue
+        if not line or line.startswith("#"):
+            continue
+        m = SAMPLE_RE.match(line)
+        if not m:
+            raise AssertionError(f"unparsable exposition line: {line!r}")
+        labels = {k: unescape(v) for k, v in LABEL_RE.findall(m.group(3) or "")}
+        key = (m.group(1), frozenset(labels.items()))
+        if key in samples:
+            raise AssertionError(f"duplicate series: {line!r}")
+        samples[key] = m.group(4)
+    return samples, types
+
+
+class Exporter:
+    def __init__(self, binary, *args, env=None):
+        self.port = free_port()
+        self.args = [binary, f"--web.listen-address=127.0.0.1:{self.port}", *args]
+        self.log = tempfile.NamedTemporaryFile(prefix="rdma_exporter-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT,
+                                     env={**os.environ, **(env or {})})
+        self.url = f"http://127.0.0.1:{self.port}"
+        deadline = time.monotonic() + 30
+        while True:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"exporter exited with {self.proc.returncode}: {self.read_log()}")
+            try:
+                with urllib.request.urlopen(self.url + "/healthz", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise AssertionError("exporter did not answer /healthz: " + self.read_log())
+            time.sleep(0.05)
+
+    def read_log(self):
+        with open(self.log.name) as f:
+            return f.read()
+
+    def get(self, path="/metrics", headers=None):
+        req = urllib.request.Request(self.url + path, headers=headers or {})
+        with urllib.request.urlopen(req, timeout=60) as r:
+            body = r.read()
+            if r.headers.get("Content-Encoding") == "gzip":
+                body = gzip.decompress(body)
+            return r.status, dict(r.headers), body.decode()
+
+    def scrape(self):
+        return parse_text(self.get()[2])
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        with contextlib.suppress(OSError):
+            os.unlink(self.log.name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def value(samples, name, **labels):
+    key = (name, frozenset(labels.items()))
+    if key not in samples:
+        near = [dict(l) for (n, l) in samples if n == name][:5]
+        raise AssertionError(f"missing sample {name}{labels}; some {name} series: {near}")
+    return samples[key]
+
+
+def series(samples, name):
+    return {l: v for (n, l), v in samples.items() if n == name}

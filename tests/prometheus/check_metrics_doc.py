@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""docs/metrics.md matches what the exporter really exports.
+
+Scrapes the exporter (all default collectors) on the fixture tree and on the demo fabric, then:
+- every exported family is documented, with the same type and the same label names;
+- every documented row is exported, unless its description carries a marker saying what it
+  needs that these trees lack: *hardware*, *ibsim*, *vm*, *netns*, *prober*.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.join(HERE, "..", "..")
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+from exporter_harness import Exporter  # noqa: E402
+
+EXPORTER = os.environ.get("RDMA_EXPORTER", "")
+MARKERS = ("*hardware*", "*ibsim*", "*vm*", "*netns*", "*prober*")
+SUFFIXES = ("_bucket", "_sum", "_count")
+
+
+def documented():
+    rows = {}
+    with open(os.path.join(REPO, "docs/metrics.md")) as f:
+        for line in f:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) < 6 or not re.fullmatch(r"rdma_[a-z0-9_]+", cells[0]):
+                continue
+            labels = {l.strip() for l in cells[2].split(",") if l.strip()}
+            rows[cells[0]] = {"type": cells[1], "labels": labels, "needs": any(m in line for m in MARKERS)}
+    return rows
+
+
+def exported():
+    fams = {}
+    for profile in ("fixtures", "demo"):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = os.path.join(tmp, "sys")
+            subprocess.run([sys.executable, os.path.join(REPO, "tests/fixtures/sysfs_gen.py"), root,
+                            "--profile", profile], check=True)
+            with Exporter(EXPORTER, f"--path.sysfs={root}") as e:
+                samples, types = e.scrape()
+        for (name, labels) in samples:
+            fam = name
+            for s in SUFFIXES:
+                if name.endswith(s) and name[: -len(s)] in types and types[name[: -len(s)]] == "histogram":
+                    fam = name[: -len(s)]
+            entry = fams.setdefault(fam, {"type": types.get(fam), "labels": set()})
+            entry["labels"] |= {k for k, _ in labels if k != "le"}
+    return fams
+
+
+class MetricsDoc(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.doc = documented()
+        cls.exp = exported()
+
+    def test_every_exported_family_is_documented(self):
+        for fam, e in sorted(self.exp.items()):
+            with self.subTest(metric=fam):
+                self.assertIn(fam, self.doc, f"{fam} is exported but not in docs/metrics.md")
+                self.assertEqual(self.doc[fam]["type"], e["type"], fam)
+                self.assertEqual(self.doc[fam]["labels"], e["labels"], fam)
+
+    def test_every_documented_metric_is_exported(self):
+        for name, row in sorted(self.doc.items()):
+            if row["needs"]:
+                continue
+            with self.subTest(metric=name):
+                self.assertIn(name, self.exp, f"{name} is documented but not exported by the demo/fixture trees "
+                                              "(mark it *hardware*, *ibsim*, *vm*, *netns* or *prober* if it needs those)")
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    if args and args[0] == "--exporter":
+        EXPORTER = args[1]
+        args = args[2:]
+    unittest.main(argv=[sys.argv[0], "-v", *args])
