@@ -77,7 +77,10 @@ std::vector<std::string> Scraper::collector_names() const {
 MetricSink Scraper::collect() {
   std::lock_guard scrape_lock(scrape_mu_);
   ++scrapes_;
+  const auto discovery_start = std::chrono::steady_clock::now();
   auto host = discoverer_.discover();
+  const double discovery_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - discovery_start).count();
   for (const auto& issue : host->issues) discovery_errors_.report_read(issue.error, issue.path);
 
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
@@ -140,6 +143,8 @@ MetricSink Scraper::collect() {
     out.append(std::move(run->sink));
   }
   add_self_metrics(out, durations, success, *host);
+  out.gauge("rdma_exporter_discovery_duration_seconds", "Time the shared device/port discovery took in this scrape.",
+            {}, discovery_seconds);
   return out;
 }
 

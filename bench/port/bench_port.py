@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Port collector benchmark, side by side in one run on the same generated tree:
+
+  rdma_exporter (--collector.port only)  vs  node_exporter's infiniband collector
+  (prometheus-node-exporter --collector.disable-defaults --collector.infiniband)
+
+Prints mean/median /metrics latency and latency per exported series for both and their ratio;
+the raw floor (plain open/read/close over the same files) against the exporter's own collection
+time (discovery + port collector, from its self-metrics); the exporter's RSS after the run.
+Interleaves the two exporters scrape by scrape so that machine noise hits both alike.
+
+  bench/port/bench_port.py --exporter build/rdma_exporter --raw-floor build/bench/bench_raw_floor
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.join(HERE, "..", "..")
+sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
+from exporter_harness import Exporter, free_port, parse_text  # noqa: E402
+
+
+def scrape_once(url):
+    t0 = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=30) as r:
+        body = r.read().decode()
+    return time.perf_counter() - t0, body
+
+
+def count_series(text):
+    return sum(1 for l in text.splitlines() if l and not l.startswith("#"))
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--exporter", required=True)
+    ap.add_argument("--raw-floor", required=True)
+    ap.add_argument("--node-exporter", default="/usr/bin/prometheus-node-exporter")
+    ap.add_argument("--devices", type=int, default=16)
+    ap.add_argument("--scrapes", type=int, default=300)
+    a = ap.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = os.path.join(tmp, "sys")
+        subprocess.run([sys.executable, os.path.join(REPO, "tests/fixtures/sysfs_gen.py"), root, "--profile", "bench",
+                        "--devices", str(a.devices)], check=True)
+        ne_port = free_port()
+        ne = subprocess.Popen([a.node_exporter, "--collector.disable-defaults", "--collector.infiniband",
+                               "--web.disable-exporter-metrics", f"--path.sysfs={root}",
+                               f"--web.listen-address=127.0.0.1:{ne_port}"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            with Exporter(a.exporter, f"--path.sysfs={root}", "--collector.disable-defaults", "--collector.port") as ex:
+                ne_url = f"http://127.0.0.1:{ne_port}/metrics"
+                for _ in range(50):  # wait for node_exporter
+                    try:
+                        scrape_once(ne_url)
+                        break
+                    except OSError:
+                        time.sleep(0.1)
+                ours, theirs, collect = [], [], []
+                for _ in range(10):  # warm-up
+                    scrape_once(ex.url + "/metrics"), scrape_once(ne_url)
+                for _ in range(a.scrapes):
+                    dt, body = scrape_once(ex.url + "/metrics")
+                    ours.append(dt)
+                    s, _ = parse_text(body)
+                    collect.append(float(s[("rdma_exporter_discovery_duration_seconds", frozenset())]) +
+                                   float(s[("rdma_exporter_collector_scrape_duration_seconds",
+                                            frozenset({("collector", "port")}))]))
+                    dt, nbody = scrape_once(ne_url)
+                    theirs.append(dt)
+                our_series, their_series = count_series(body), count_series(nbody)
+                rss = rss_kib(ex.proc.pid)
+        finally:
+            ne.terminate()
+            ne.wait()
+        floor_out = subprocess.run([a.raw_floor, root, "300"], capture_output=True, text=True, check=True).stdout
+        floor = float(floor_out.split("median_seconds=")[1])
+        files = int(floor_out.split("files=")[1].split()[0])
+
+    def row(name, lat, n):
+        print(f"{name:<28} mean {statistics.mean(lat)*1e3:8.3f} ms  median {statistics.median(lat)*1e3:8.3f} ms  "
+              f"series {n:5d}  per series {statistics.mean(lat)/n*1e6:7.3f} us (median {statistics.median(lat)/n*1e6:7.3f} us)")
+    print(f"tree: {a.devices} mlx5 InfiniBand HCAs (ext PMA table), {a.scrapes} interleaved scrapes each")
+    row("rdma_exporter (port)", ours, our_series)
+    row("node_exporter (infiniband)", theirs, their_series)
+    per_ours = statistics.median(ours) / our_series
+    per_theirs = statistics.median(theirs) / their_series
+    print(f"per-series latency ratio rdma_exporter/node_exporter (medians): {per_ours/per_theirs:.3f}  (goal <= 0.333)")
+    print(f"raw floor: {files} files open/read/close, median {floor*1e3:.3f} ms per pass")
+    print(f"exporter collection (discovery + port collector), median {statistics.median(collect)*1e3:.3f} ms "
+          f"= {statistics.median(collect)/floor:.2f} x raw floor  (goal <= 1.5)")
+    print(f"rdma_exporter RSS after {a.scrapes + 10} scrapes: {rss/1024:.2f} MiB  (goal <= 8 MiB)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+// The raw floor for the port collector: a plain open/read/close loop over exactly the files the
+// exporter reads for one scrape (device and port attributes, counters/, counters_ext/, the
+// netdev lookups). Prints the median time of one pass over them.
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace {
+std::vector<std::string> entries(const std::string& dir) {
+  std::vector<std::string> out;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') out.emplace_back(e->d_name);
+    closedir(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: raw_floor SYSFS_ROOT [passes]\n");
+    return 2;
+  }
+  const std::string root = std::string(argv[1]) + "/class/infiniband/";
+  const int passes = argc > 2 ? std::atoi(argv[2]) : 200;
+  std::vector<std::string> files;
+  for (const auto& dev : entries(root)) {
+    for (const char* a : {"node_type", "node_guid", "sys_image_guid", "fw_ver", "hca_type", "hw_rev", "board_id",
+                          "node_desc", "parent"})
+      files.push_back(root + dev + "/" + a);
+    for (const auto& port : entries(root + dev + "/ports")) {
+      const std::string p = root + dev + "/ports/" + port + "/";
+      for (const char* a : {"link_layer", "state", "phys_state", "rate", "lid", "sm_lid", "lid_mask_count",
+                            "cap_mask", "gid_attrs/ndevs/0"})
+        files.push_back(p + a);
+      for (const char* dir : {"counters", "counters_ext"})
+        for (const auto& c : entries(p + dir)) files.push_back(p + dir + "/" + c);
+    }
+  }
+  std::vector<double> times;
+  char buf[4096];
+  for (int i = 0; i < passes; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (const auto& f : files) {
+      int fd = open(f.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue;
+      while (read(fd, buf, sizeof buf) > 0) {
+      }
+      close(fd);
+    }
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  std::printf("files=%zu median_seconds=%.9f\n", files.size(), times[times.size() / 2]);
+  return 0;
+}
