@@ -225,7 +225,7 @@ def dash_port():
             target('rate(rdma_port_transmit_wait_total{%s}[%s])' % (PORT, RI), "{{instance}} {{device}}/{{port}}")],
             unit="short", desc="Ticks per second with data to send but no credits: IB congestion."),
         ts("Saturated counters", [
-            target('rdma_port_pma_saturated{%s} == 1' % PORT, "{{device}}/{{port}} {{counter}}")]),
+            target('rdma_port_pma_saturated{%s}' % PORT, "{{device}}/{{port}} {{counter}}")]),
     ]
 
 
@@ -244,10 +244,10 @@ def dash_roce():
                    % (JOB, RI), "{{instance}} {{netdev}} {{direction}} prio {{priority}}")], unit="percentunit",
            desc="Fraction of time the priority was paused."),
         ts("Pause storm events", [
-            target('sum by (instance, netdev, event) (increase(rdma_netdev_pause_storm_events_total{%s}[%s]))'
-                   % (JOB, RI), "{{instance}} {{netdev}} {{event}}")]),
+            target('sum by (instance, netdev, direction, level) (increase(rdma_netdev_pause_storm_events_total{%s}[%s]))'
+                   % (JOB, RI), "{{instance}} {{netdev}} {{direction}} {{level}}")]),
         table("RoCE configuration consistency", [
-            target('rdma_netdev_roce_config_consistent{%s}' % JOB, instant=True, fmt="table")],
+            target('rdma_netdev_roce_priority_consistent{%s}' % JOB, instant=True, fmt="table")],
             desc="1 = PFC and ECN enabled for the RoCE priority; 0 with the reason label otherwise.",
             exclude=("Time", "__name__")),
         row("DCQCN (CNP, ECN)"),
@@ -262,12 +262,14 @@ def dash_roce():
                    "{{instance}} {{device}}/{{port}}")], unit="pps"),
         row("Transport"),
         ts("Out-of-sequence packets", [
-            target('sum by (instance, device, port) (rate(rdma_roce_out_of_sequence_packets_total{%s}[%s]))' % (sel, RI),
+            target('sum by (instance, device, port) (rate(rdma_out_of_sequence_packets_total{%s}[%s]))' % (sel, RI),
                    "{{instance}} {{device}}/{{port}}")], unit="pps"),
         ts("Retransmissions (local ACK timeouts, sequence NAKs)", [
-            target('sum by (instance, device, port) (rate(rdma_roce_local_ack_timeouts_total{%s}[%s]))' % (sel, RI),
+            target('sum by (instance, device, port) (rate(rdma_retransmissions_total{%s}[%s]))' % (sel, RI),
+                   "{{instance}} {{device}}/{{port}} retransmitted"),
+            target('sum by (instance, device, port) (rate(rdma_local_ack_timeouts_total{%s}[%s]))' % (sel, RI),
                    "{{instance}} {{device}}/{{port}} ack timeout"),
-            target('sum by (instance, device, port) (rate(rdma_roce_packet_sequence_errors_total{%s}[%s]))' % (sel, RI),
+            target('sum by (instance, device, port) (rate(rdma_packet_sequence_error_naks_total{%s}[%s]))' % (sel, RI),
                    "{{instance}} {{device}}/{{port}} seq NAK")], unit="cps"),
         row("RoCE port traffic"),
         ts("RoCE port throughput", [
@@ -296,22 +298,25 @@ def dash_pma():
         ts("Local port error details", err_targets(PORT), unit="cps", w=24),
         row("Fabric (PMA fabric mode)"),
         ts("Switch port transmit wait (top 20)", [
-            target('topk(20, rate(rdma_pma_port_transmit_wait_total{%s}[%s]))' % (fab, RI),
-                   "{{node_desc}} port {{port}}")], w=24),
+            target('topk(20, rate(rdma_pma_fabric_port_transmit_wait_total{%s}[%s]))' % (fab, RI),
+                   "{{node_name}} port {{port}} → {{remote_name}} {{remote_port}}")], w=24),
         ts("Switch port symbol errors (top 20)", [
-            target('topk(20, rate(rdma_pma_port_symbol_errors_total{%s}[%s]))' % (fab, RI),
-                   "{{node_desc}} port {{port}}")]),
+            target('topk(20, rate(rdma_pma_fabric_port_symbol_errors_total{%s}[%s]))' % (fab, RI),
+                   "{{node_name}} port {{port}} → {{remote_name}} {{remote_port}}")]),
         ts("Switch port receive errors (top 20)", [
-            target('topk(20, rate(rdma_pma_port_receive_errors_total{%s}[%s]))' % (fab, RI),
-                   "{{node_desc}} port {{port}}")]),
+            target('topk(20, rate(rdma_pma_fabric_port_receive_errors_total{%s}[%s]))' % (fab, RI),
+                   "{{node_name}} port {{port}} → {{remote_name}} {{remote_port}}")]),
         table("Cable ends (links with errors in range)", [
-            target('sum by (node_desc, port, remote_node_desc, remote_port) (increase(rdma_pma_port_symbol_errors_total{%s}[$__range])'
-                   ' * on(node_guid, port) group_left(remote_node_desc, remote_port) rdma_pma_port_remote_info{%s})'
-                   % (fab, fab), instant=True, fmt="table")], exclude=("Time",)),
+            target('sum by (node_name, port, remote_name, remote_port) ('
+                   'increase(rdma_pma_fabric_port_symbol_errors_total{%s}[$__range]) + '
+                   'increase(rdma_pma_fabric_port_link_downed_total{%s}[$__range]) + '
+                   'increase(rdma_pma_fabric_port_receive_errors_total{%s}[$__range]))'
+                   % (fab, fab, fab), instant=True, fmt="table")], exclude=("Time",),
+            desc="Symbol errors + link downed + receive errors per link in the range, with both cable ends."),
         ts("Fabric scrape duration", [
             target('rdma_pma_fabric_scrape_duration_seconds{%s}' % fab, "{{instance}}")], unit="s"),
         ts("MAD timeouts", [
-            target('sum by (instance) (rate(rdma_pma_mad_timeouts_total{%s}[%s]))' % (fab, RI), "{{instance}}")],
+            target('sum by (instance) (rate(rdma_pma_fabric_mad_timeouts_total{%s}[%s]))' % (fab, RI), "{{instance}}")],
            unit="cps"),
     ]
 
@@ -321,23 +326,32 @@ def dash_prober():
     return "rdma-prober", "RDMA / Prober", ["prober"], variables(extra_port=False), [
         row("Latency"),
         heatmap("RTT distribution (all pairs)",
-                'sum by (le) (rate(rdma_probe_rtt_seconds_bucket{%s}[%s]))' % (sel, RI)),
+                'sum by (le) (rate(rdma_prober_rtt_seconds_bucket{%s}[%s]))' % (sel, RI)),
         ts("RTT p50 per peer", [
-            target('histogram_quantile(0.5, sum by (le, instance, peer) (rate(rdma_probe_rtt_seconds_bucket{%s}[%s])))'
+            target('histogram_quantile(0.5, sum by (le, instance, peer) (rate(rdma_prober_rtt_seconds_bucket{%s}[%s])))'
                    % (sel, RI), "{{instance}} → {{peer}}")], unit="s"),
         ts("RTT p99 per peer", [
-            target('histogram_quantile(0.99, sum by (le, instance, peer) (rate(rdma_probe_rtt_seconds_bucket{%s}[%s])))'
+            target('histogram_quantile(0.99, sum by (le, instance, peer) (rate(rdma_prober_rtt_seconds_bucket{%s}[%s])))'
                    % (sel, RI), "{{instance}} → {{peer}}")], unit="s"),
         row("Loss"),
         ts("Probe loss ratio per peer", [
-            target('sum by (instance, peer) (rate(rdma_probe_lost_total{%s}[%s])) / '
-                   'sum by (instance, peer) (rate(rdma_probe_sent_total{%s}[%s]))' % (sel, RI, sel, RI),
+            target('sum by (instance, peer) (rate(rdma_prober_probes_lost_total{%s}[%s])) / '
+                   'sum by (instance, peer) (rate(rdma_prober_probes_sent_total{%s}[%s]))' % (sel, RI, sel, RI),
                    "{{instance}} → {{peer}}")], unit="percentunit"),
         ts("Peers down", [
-            target('count by (instance) (rdma_probe_peer_up{%s} == 0)' % sel, "{{instance}}")]),
+            target('count by (instance) (rdma_prober_peer_up{%s} == 0)' % sel, "{{instance}}")]),
         ts("Probe errors", [
-            target('sum by (instance, reason) (rate(rdma_probe_errors_total{%s}[%s]))' % (sel, RI),
+            target('sum by (instance, reason) (rate(rdma_prober_errors_total{%s}[%s]))' % (sel, RI),
                    "{{instance}} {{reason}}")], unit="cps", w=24),
+        row("Prober health"),
+        stat("Nodes with the prober enabled",
+             'count(rdma_exporter_collector_success{%s, collector="prober"}) or vector(0)' % sel, w=8),
+        stat("Prober failing",
+             'count(rdma_exporter_collector_success{%s, collector="prober"} == 0) or vector(0)' % sel,
+             w=8, thresholds=RED_IF_ANY),
+        stat("Prober errors/s",
+             'sum(rate(rdma_exporter_collector_errors_total{%s, collector="prober"}[%s])) or vector(0)' % (sel, RI),
+             unit="cps", w=8),
     ]
 
 
@@ -493,27 +507,27 @@ ALERTS = [
     ("rdma-roce", [
         alert("RdmaRocePfcPauseStorm", "increase(rdma_netdev_pause_storm_events_total[5m]) > 0", "0m", "critical",
               "PFC pause storm on {{ $labels.netdev }} ({{ $labels.instance }})",
-              "The NIC detected a pause storm ({{ $labels.event }}): a receiver stopped draining and pauses its "
+              "The NIC detected a pause storm ({{ $labels.direction }}, {{ $labels.level }}): a receiver stopped draining and pauses its "
               "link partner; the storm can spread through the fabric.",
-              [('rdma_netdev_pause_storm_events_total{%s, netdev="eth2", event="error"}' % J, "0 0 1 1x20")],
-              [('rdma_netdev_pause_storm_events_total{%s, netdev="eth2", event="error"}' % J, "1x20")],
-              {"instance": "node1", "netdev": "eth2", "event": "error"}, eval_at="4m"),
+              [('rdma_netdev_pause_storm_events_total{%s, netdev="eth2", device="mlx5_0", port="1", direction="tx", level="error"}' % J, "0 0 1 1x20")],
+              [('rdma_netdev_pause_storm_events_total{%s, netdev="eth2", device="mlx5_0", port="1", direction="tx", level="error"}' % J, "1x20")],
+              {"instance": "node1", "netdev": "eth2", "device": "mlx5_0", "port": "1", "direction": "tx", "level": "error"}, eval_at="4m"),
         alert("RdmaRocePfcPausedHigh",
               "rate(rdma_netdev_pfc_pause_duration_seconds_total[5m]) > 0.2", "10m", "warning",
               "Priority {{ $labels.priority }} paused {{ $value | humanizePercentage }} on {{ $labels.netdev }}",
               "{{ $labels.netdev }} ({{ $labels.direction }}) spends {{ $value | humanizePercentage }} of the time "
               "paused on priority {{ $labels.priority }}.",
-              [('rdma_netdev_pfc_pause_duration_seconds_total{%s, netdev="eth2", direction="rx", priority="3"}' % J,
+              [('rdma_netdev_pfc_pause_duration_seconds_total{%s, netdev="eth2", device="mlx5_0", port="1", direction="rx", priority="3"}' % J,
                 "0+30x40")],
-              [('rdma_netdev_pfc_pause_duration_seconds_total{%s, netdev="eth2", direction="rx", priority="3"}' % J,
+              [('rdma_netdev_pfc_pause_duration_seconds_total{%s, netdev="eth2", device="mlx5_0", port="1", direction="rx", priority="3"}' % J,
                 "0+1x40")],
-              {"instance": "node1", "netdev": "eth2", "direction": "rx", "priority": "3"}, eval_at="30m"),
-        alert("RdmaRoceConfigInconsistent", "rdma_netdev_roce_config_consistent == 0", "5m", "warning",
-              "RoCE priority misconfigured on {{ $labels.netdev }} ({{ $labels.instance }})",
+              {"instance": "node1", "netdev": "eth2", "device": "mlx5_0", "port": "1", "direction": "rx", "priority": "3"}, eval_at="30m"),
+        alert("RdmaRoceConfigInconsistent", "rdma_netdev_roce_priority_consistent == 0", "5m", "warning",
+              "RoCE priority {{ $labels.priority }} misconfigured on {{ $labels.device }}/{{ $labels.port }} ({{ $labels.instance }})",
               "PFC/ECN for the RoCE priority is not as expected: {{ $labels.reason }}.",
-              [('rdma_netdev_roce_config_consistent{%s, netdev="eth2", reason="pfc_disabled"}' % J, "0x20")],
-              [('rdma_netdev_roce_config_consistent{%s, netdev="eth2", reason="ok"}' % J, "1x20")],
-              {"instance": "node1", "netdev": "eth2", "reason": "pfc_disabled"}),
+              [('rdma_netdev_roce_priority_consistent{%s, priority="3", reason="pfc_disabled"}' % P, "0x20")],
+              [('rdma_netdev_roce_priority_consistent{%s, priority="3", reason="ok"}' % P, "1x20")],
+              {"instance": "node1", "device": "mlx5_0", "port": "1", "priority": "3", "reason": "pfc_disabled"}),
         alert("RdmaRoceCnpRateHigh", "rate(rdma_roce_cnp_handled_total[5m]) > 1000", "15m", "warning",
               "Sustained congestion notifications on {{ $labels.device }}/{{ $labels.port }}",
               "The port handles {{ $value | humanize }} CNPs/s: its flows are being slowed down by DCQCN.",
@@ -526,59 +540,59 @@ ALERTS = [
               [("rdma_roce_ecn_marked_packets_total{%s}" % P, "0+120000x40")],
               [("rdma_roce_ecn_marked_packets_total{%s}" % P, "0+600x40")],
               {"instance": "node1", "device": "mlx5_0", "port": "1"}, eval_at="30m"),
-        alert("RdmaRoceOutOfSequenceHigh", "rate(rdma_roce_out_of_sequence_packets_total[5m]) > 100", "15m", "warning",
+        alert("RdmaRoceOutOfSequenceHigh", "rate(rdma_out_of_sequence_packets_total[5m]) > 100", "15m", "warning",
               "Out-of-sequence packets on {{ $labels.device }}/{{ $labels.port }}",
               "{{ $value | humanize }} out-of-sequence packets/s: packets are dropped on the path (lossy "
               "fabric, PFC not working) and go-back-N retransmits.",
-              [("rdma_roce_out_of_sequence_packets_total{%s}" % P, "0+12000x40")],
-              [("rdma_roce_out_of_sequence_packets_total{%s}" % P, "0+60x40")],
+              [("rdma_out_of_sequence_packets_total{%s}" % P, "0+12000x40")],
+              [("rdma_out_of_sequence_packets_total{%s}" % P, "0+60x40")],
               {"instance": "node1", "device": "mlx5_0", "port": "1"}, eval_at="30m"),
-        alert("RdmaRoceRetransmissionsHigh", "rate(rdma_roce_local_ack_timeouts_total[5m]) > 10", "15m", "warning",
+        alert("RdmaRoceRetransmissionsHigh", "rate(rdma_retransmissions_total[5m]) > 10", "15m", "warning",
               "Transport retransmissions on {{ $labels.device }}/{{ $labels.port }}",
-              "{{ $value | humanize }} local ACK timeouts/s: requests are retransmitted after a timeout.",
-              [("rdma_roce_local_ack_timeouts_total{%s}" % P, "0+1200x40")],
-              [("rdma_roce_local_ack_timeouts_total{%s}" % P, "0+6x40")],
+              "{{ $value | humanize }} packets/s retransmitted by the transport (after NAKs or ACK timeouts).",
+              [("rdma_retransmissions_total{%s}" % P, "0+1200x40")],
+              [("rdma_retransmissions_total{%s}" % P, "0+6x40")],
               {"instance": "node1", "device": "mlx5_0", "port": "1"}, eval_at="30m"),
     ]),
     ("rdma-pma-fabric", [
         alert("RdmaFabricTransmitWaitHigh",
-              "rate(rdma_pma_port_transmit_wait_total[5m]) > 1e6", "15m", "warning",
-              "Fabric congestion at {{ $labels.node_desc }} port {{ $labels.port }}",
-              "The switch or HCA port waits {{ $value | humanize }} ticks/s for credits (PortXmitWait).",
-              [('rdma_pma_port_transmit_wait_total{%s, node_guid="0x1", node_desc="leaf1", port="3"}' % J,
+              "rate(rdma_pma_fabric_port_transmit_wait_total[5m]) > 1e6", "15m", "warning",
+              "Fabric congestion at {{ $labels.node_name }} port {{ $labels.port }}",
+              "The port (towards {{ $labels.remote_name }} port {{ $labels.remote_port }}) waits {{ $value | humanize }} ticks/s for credits (PortXmitWait).",
+              [('rdma_pma_fabric_port_transmit_wait_total{%s, node_guid="0x1", node_name="leaf1", node_type="switch", port="3", remote_guid="0x2", remote_name="node7 mlx5_0", remote_port="1"}' % J,
                 "0+120000000x40")],
-              [('rdma_pma_port_transmit_wait_total{%s, node_guid="0x1", node_desc="leaf1", port="3"}' % J,
+              [('rdma_pma_fabric_port_transmit_wait_total{%s, node_guid="0x1", node_name="leaf1", node_type="switch", port="3", remote_guid="0x2", remote_name="node7 mlx5_0", remote_port="1"}' % J,
                 "0+6000x40")],
-              {"instance": "node1", "node_guid": "0x1", "node_desc": "leaf1", "port": "3"}, eval_at="30m"),
+              {"instance": "node1", "node_guid": "0x1", "node_name": "leaf1", "node_type": "switch", "port": "3", "remote_guid": "0x2", "remote_name": "node7 mlx5_0", "remote_port": "1"}, eval_at="30m"),
     ]),
     ("rdma-prober", [
         alert("RdmaProbeLoss",
-              "sum by (job, instance, peer) (rate(rdma_probe_lost_total[5m])) / "
-              "sum by (job, instance, peer) (rate(rdma_probe_sent_total[5m])) > 0.01", "5m", "warning",
+              "sum by (job, instance, peer) (rate(rdma_prober_probes_lost_total[5m])) / "
+              "sum by (job, instance, peer) (rate(rdma_prober_probes_sent_total[5m])) > 0.01", "5m", "warning",
               "RDMA probes from {{ $labels.instance }} to {{ $labels.peer }} are lost",
               "{{ $value | humanizePercentage }} of the probes to {{ $labels.peer }} were lost over 5 minutes.",
-              [('rdma_probe_lost_total{%s, peer="node2"}' % J, "0+5x30"),
-               ('rdma_probe_sent_total{%s, peer="node2"}' % J, "0+60x30")],
-              [('rdma_probe_lost_total{%s, peer="node2"}' % J, "0x30"),
-               ('rdma_probe_sent_total{%s, peer="node2"}' % J, "0+60x30")],
+              [('rdma_prober_probes_lost_total{%s, peer="node2"}' % J, "0+5x30"),
+               ('rdma_prober_probes_sent_total{%s, peer="node2"}' % J, "0+60x30")],
+              [('rdma_prober_probes_lost_total{%s, peer="node2"}' % J, "0x30"),
+               ('rdma_prober_probes_sent_total{%s, peer="node2"}' % J, "0+60x30")],
               {"instance": "node1", "peer": "node2"}),
         alert("RdmaProbeRttHigh",
-              "histogram_quantile(0.99, sum by (job, instance, peer, le) (rate(rdma_probe_rtt_seconds_bucket[5m]))) "
+              "histogram_quantile(0.99, sum by (job, instance, peer, le) (rate(rdma_prober_rtt_seconds_bucket[5m]))) "
               "> 0.0001", "10m", "warning",
               "RDMA RTT p99 from {{ $labels.instance }} to {{ $labels.peer }} is {{ $value | humanizeDuration }}",
               "The 99th percentile of the RDMA WRITE round trip is above 100µs for 10 minutes.",
-              [('rdma_probe_rtt_seconds_bucket{%s, peer="node2", le="0.00001"}' % J, "0+10x40"),
-               ('rdma_probe_rtt_seconds_bucket{%s, peer="node2", le="0.001"}' % J, "0+60x40"),
-               ('rdma_probe_rtt_seconds_bucket{%s, peer="node2", le="+Inf"}' % J, "0+60x40")],
-              [('rdma_probe_rtt_seconds_bucket{%s, peer="node2", le="0.00001"}' % J, "0+60x40"),
-               ('rdma_probe_rtt_seconds_bucket{%s, peer="node2", le="0.001"}' % J, "0+60x40"),
-               ('rdma_probe_rtt_seconds_bucket{%s, peer="node2", le="+Inf"}' % J, "0+60x40")],
+              [('rdma_prober_rtt_seconds_bucket{%s, peer="node2", le="0.00001"}' % J, "0+10x40"),
+               ('rdma_prober_rtt_seconds_bucket{%s, peer="node2", le="0.001"}' % J, "0+60x40"),
+               ('rdma_prober_rtt_seconds_bucket{%s, peer="node2", le="+Inf"}' % J, "0+60x40")],
+              [('rdma_prober_rtt_seconds_bucket{%s, peer="node2", le="0.00001"}' % J, "0+60x40"),
+               ('rdma_prober_rtt_seconds_bucket{%s, peer="node2", le="0.001"}' % J, "0+60x40"),
+               ('rdma_prober_rtt_seconds_bucket{%s, peer="node2", le="+Inf"}' % J, "0+60x40")],
               {"instance": "node1", "peer": "node2"}, eval_at="30m"),
-        alert("RdmaProbePeerDown", "rdma_probe_peer_up == 0", "5m", "warning",
+        alert("RdmaProbePeerDown", "rdma_prober_peer_up == 0", "5m", "warning",
               "RDMA peer {{ $labels.peer }} unreachable from {{ $labels.instance }}",
               "No probe to {{ $labels.peer }} has completed for 5 minutes (no connection or every probe failed).",
-              [('rdma_probe_peer_up{%s, peer="node2"}' % J, "0x20")],
-              [('rdma_probe_peer_up{%s, peer="node2"}' % J, "1x20")],
+              [('rdma_prober_peer_up{%s, peer="node2"}' % J, "0x20")],
+              [('rdma_prober_peer_up{%s, peer="node2"}' % J, "1x20")],
               {"instance": "node1", "peer": "node2"}),
     ]),
 ]

@@ -172,16 +172,42 @@ void Scraper::add_self_metrics(MetricSink& out, const std::vector<std::pair<Slot
                 host.devices.size());
   out.gauge_u64("rdma_exporter_devices_excluded", "RDMA devices skipped by the device include/exclude filters.", {},
                 host.excluded.size());
-  out.counter("rdma_exporter_scrapes_total", "Scrapes served since start.", {}, scrapes_.load());
+  out.counter("rdma_exporter_scrapes_total", "Collections run since start (concurrent requests share one).", {},
+              scrapes_.load());
   if (self_metrics_hook_) self_metrics_hook_(out);
 }
 
 std::string Scraper::scrape_text() {
-  auto sink = collect();
-  std::string text;
-  text.reserve(64 * 1024);
-  write_text(sink.families(), text);
-  return text;
+  std::unique_lock lock(flight_mu_);
+  if (in_flight_) {
+    const auto generation = flight_generation_;
+    flight_cv_.wait(lock, [&] { return flight_generation_ != generation; });
+    if (flight_error_) std::rethrow_exception(flight_error_);
+    return *flight_text_;
+  }
+  in_flight_ = true;
+  lock.unlock();
+  auto text = std::make_shared<std::string>();
+  try {
+    auto sink = collect();
+    text->reserve(64 * 1024);
+    write_text(sink.families(), *text);
+  } catch (...) {
+    // Waiters must not hang on a failed collection: they fail the same way.
+    lock.lock();
+    in_flight_ = false;
+    flight_error_ = std::current_exception();
+    ++flight_generation_;
+    flight_cv_.notify_all();
+    throw;
+  }
+  lock.lock();
+  in_flight_ = false;
+  flight_error_ = nullptr;
+  flight_text_ = text;
+  ++flight_generation_;
+  flight_cv_.notify_all();
+  return *text;
 }
 
 }  // namespace rdma::exporter

@@ -5,6 +5,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <functional>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -36,7 +39,9 @@ class Scraper {
 
   // Collects everything and returns the families (self-metrics included).
   MetricSink collect();
-  // Collects and renders the text format.
+  // Collects and renders the text format. Requests that arrive while a collection is running
+  // wait for it and share its text (single flight): 100 concurrent scrapers cost one
+  // collection, and firmware-backed files are never read by two scrapes at once.
   std::string scrape_text();
 
   void start();  // starts background collectors
@@ -59,6 +64,13 @@ class Scraper {
   std::atomic<std::uint64_t> scrapes_{0};
   bool stopped_ = false;
   std::function<void(MetricSink&)> self_metrics_hook_;
+
+  std::mutex flight_mu_;
+  std::condition_variable flight_cv_;
+  bool in_flight_ = false;
+  std::uint64_t flight_generation_ = 0;
+  std::shared_ptr<const std::string> flight_text_;
+  std::exception_ptr flight_error_;
 };
 
 }  // namespace rdma::exporter

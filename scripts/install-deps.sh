@@ -15,7 +15,14 @@ PACKAGES=(
   prometheus prometheus-node-exporter
   # hardening (issue 9): TLS + bcrypt, test certificates, fuzzing (clang + libFuzzer), load bench
   libssl-dev libcrypt-dev openssl clang libclang-rt-14-dev wrk
+  # pma collector tests (issue 6): InfiniBand fabric simulator, its LD_PRELOAD shim, subnet manager
+  ibsim-utils libumad2sim0 opensm
+  # deploy tests (issue 8): Node.js for the pinned npm validators (npm ships with this machine's
+  # nodejs; on plain Debian add the npm package), CPack .deb (dpkg-shlibdeps), systemd-analyze
+  nodejs dpkg-dev systemd
 )
+# nodejs from other sources (NodeSource) bundles npm; Debian's nodejs needs the npm package.
+command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -52,23 +52,23 @@ struct Level {
 };
 
 constexpr Level kPortLevel{
-    "rdma_hw_counter_total",
+    "rdma_hw_counters_total",
     "Driver hw_counters of a port (ports/N/hw_counters or RDMA netlink), by the kernel's counter name; 32-bit mlx5 Q counters extended across wraps.",
-    "rdma_hw_gauge",
+    "rdma_hw_counters_level",
     "Driver hw_counters of a port that are levels, not counts (bnxt_re active_*/watermark_*, mana current_rate, ...).",
     "rdma_hw_counters_lifespan_seconds",
     "Lifetime of the kernel's cached hw_counters snapshot of the port (lifespan, ms converted to seconds).",
-    "rdma_hw_counter_wraps_total",
-    "Wraps of a narrower-than-64-bit port hw counter seen by this exporter (each adds 2^width to rdma_hw_counter_total).",
+    "rdma_hw_counters_wraps_total",
+    "Wraps of a narrower-than-64-bit port hw counter seen by this exporter (each adds 2^width to rdma_hw_counters_total).",
 };
 constexpr Level kDeviceLevel{
-    "rdma_hw_device_counter_total",
+    "rdma_hw_device_counters_total",
     "Driver hw_counters of a device (<dev>/hw_counters), by the kernel's counter name.",
-    "rdma_hw_device_gauge",
+    "rdma_hw_device_counters_level",
     "Device-level driver hw_counters that are levels, not counts.",
     "rdma_hw_device_counters_lifespan_seconds",
     "Lifetime of the kernel's cached device-level hw_counters snapshot (lifespan, ms converted to seconds).",
-    "rdma_hw_device_counter_wraps_total",
+    "rdma_hw_device_counters_wraps_total",
     "Wraps of a narrower-than-64-bit device-level hw counter seen by this exporter.",
 };
 

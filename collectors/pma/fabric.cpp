@@ -90,6 +90,27 @@ void FabricLoop::start() {
   if (thread_.joinable()) return;
   stopping_ = false;
   stop_flag_ = false;
+  // The first MAD port open and discovery run here, before the HTTP server takes scrapes: under
+  // the umad2sim shim, a local-mode scrape racing the first discovery crashed the process.
+  try {
+    std::string err;
+    if (!client_) client_ = mad::MadClient::shared(o_.ca, o_.port, &err);
+    if (client_) {
+      const auto d0 = Clock::now();
+      auto t = client_->exclusive([&] {
+        std::lock_guard setup(mad::umad_setup_mutex());
+        return discover(o_, names_, &err);
+      });
+      discovery_seconds_ = std::chrono::duration<double>(Clock::now() - d0).count();
+      if (t) {
+        topo_ = std::move(t);
+        discovered_at_ = Clock::now();
+        rediscover_ = false;
+      }
+    }
+  } catch (const std::exception& e) {
+    spdlog::warn("pma fabric: first discovery failed: {}", e.what());
+  }
   thread_ = std::thread([this] { run(); });
 }
 
@@ -150,7 +171,10 @@ void FabricLoop::refresh_once() {
   if (client_ && (rediscover_ || !topo_ || Clock::now() - discovered_at_ >= o_.discovery_period)) {
     std::string err;
     const auto d0 = Clock::now();
-    auto t = discover(o_, names_, &err);
+    auto t = client_->exclusive([&] {
+      std::lock_guard setup(mad::umad_setup_mutex());
+      return discover(o_, names_, &err);
+    });
     discovery_seconds_ = std::chrono::duration<double>(Clock::now() - d0).count();
     if (t) {
       topo_ = std::move(t);

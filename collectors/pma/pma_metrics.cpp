@@ -79,7 +79,7 @@ void emit(const std::string& prefix, const Def& d, unsigned width, std::uint64_t
   if (width < 64) {
     exporter::Labels l = base;
     l.emplace_back("counter", d.name);
-    out.gauge(prefix + "counter_saturated",
+    out.gauge(prefix + "saturated",
               "1 when a PMA counter narrower than 64 bits sits at its maximum and has stopped counting.", std::move(l),
               raw >= ((std::uint64_t{1} << width) - 1) ? 1.0 : 0.0);
   }

@@ -61,6 +61,7 @@ void Engine::set_peers(std::vector<PeerSpec> peers, TimePoint now) {
 }
 
 void Engine::rebuild_links(TimePoint now) {
+  due_valid_ = false;
   // The peers probed now: all of them, or the rotating window beyond max_peers.
   std::vector<const PeerSpec*> probed;
   if (!aggregated()) {
@@ -105,6 +106,7 @@ void Engine::rebuild_links(TimePoint now) {
     l.peer = *spec_of[key];
     l.local = key.second;
     l.stats_key = stats_key(l.peer, l.local);
+    l.stats = &stats_[l.stats_key];
     links_.emplace(l.id, std::move(l));
   }
   // Per-peer statistics go with their link; group statistics stay while the group exists.
@@ -124,6 +126,7 @@ TimePoint Engine::jittered(TimePoint from) {
 }
 
 void Engine::teardown(Link& l, TimePoint now, const std::string& reason) {
+  due_valid_ = false;
   auto& st = stats_of(l);
   if (!reason.empty()) ++st.errors[reason];
   for (const auto& p : l.in_flight)
@@ -146,6 +149,7 @@ void Engine::handle(const TransportEvent& e) {
   switch (e.kind) {
     case TransportEvent::Kind::kConnected:
       if (l.state != State::kConnecting) return;
+      due_valid_ = false;
       l.state = State::kUp;
       l.connect_seconds = std::max(0.0, Seconds(e.at - l.connect_started).count());
       ++stats_of(l).connects;
@@ -157,6 +161,7 @@ void Engine::handle(const TransportEvent& e) {
       return;
     case TransportEvent::Kind::kConnectFailed:
       if (l.state != State::kConnecting) return;
+      due_valid_ = false;
       if (e.self) {
         transport_.close(l.id);
         l.state = State::kSelf;
@@ -172,6 +177,7 @@ void Engine::handle(const TransportEvent& e) {
       }
       Probe probe = *p;
       l.in_flight.erase(p);
+      if (!probe.expired && probe.deadline <= next_due_) due_valid_ = false;  // it may have defined next_due_
       auto& st = stats_of(l);
       if (!e.ok) {
         if (!probe.expired) ++st.lost;
@@ -196,70 +202,86 @@ void Engine::handle(const TransportEvent& e) {
 }
 
 void Engine::tick(TimePoint now) {
+  if (due_valid_ && now < next_due_) return;  // nothing is due: no scan of the links
   if (aggregated() && now - rotated_at_ >= cfg_.rotate_interval) {
     rotation_ += cfg_.sample_size;
     rebuild_links(now);
   }
+  // One scan: do what is due, and find the next due time (next_deadline() returns it).
+  TimePoint next = now + std::chrono::hours(1);
+  if (aggregated()) next = std::min(next, rotated_at_ + cfg_.rotate_interval);
   for (auto& [id, l] : links_) {
-    switch (l.state) {
-      case State::kSelf: break;
-      case State::kBackoff:
-        if (now < l.retry_at) break;
-        [[fallthrough]];
-      case State::kIdle:
-        l.state = State::kConnecting;
-        l.connect_started = now;
-        transport_.connect({l.id, l.peer, l.local});
-        break;
-      case State::kConnecting:
-        if (now - l.connect_started >= cfg_.connect_timeout) teardown(l, now, "connect_timeout");
-        break;
-      case State::kUp: {
-        auto& st = stats_of(l);
-        for (auto& p : l.in_flight)
-          if (!p.expired && now >= p.deadline) {
-            p.expired = true;
-            ++st.lost;
-            l.last_ok = false;
-          }
-        if (l.in_flight.size() >= cfg_.max_in_flight) {
-          teardown(l, now, "stalled");
-          break;
+    tick_link(l, now);
+    next = std::min(next, link_next(l, now));
+  }
+  next_due_ = next;
+  due_valid_ = true;
+}
+
+void Engine::tick_link(Link& l, TimePoint now) {
+  switch (l.state) {
+    case State::kSelf: break;
+    case State::kBackoff:
+      if (now < l.retry_at) break;
+      [[fallthrough]];
+    case State::kIdle:
+      l.state = State::kConnecting;
+      l.connect_started = now;
+      transport_.connect({l.id, l.peer, l.local});
+      break;
+    case State::kConnecting:
+      if (now - l.connect_started >= cfg_.connect_timeout) teardown(l, now, "connect_timeout");
+      break;
+    case State::kUp: {
+      auto& st = stats_of(l);
+      for (auto& p : l.in_flight)
+        if (!p.expired && now >= p.deadline) {
+          p.expired = true;
+          ++st.lost;
+          l.last_ok = false;
         }
-        if (now < l.next_probe) break;
-        const std::uint64_t probe = next_probe_++;
-        std::string reason;
-        auto posted = transport_.post_probe(l.id, probe, reason);
-        if (!posted) {
-          teardown(l, now, reason.empty() ? "post" : reason);
-          break;
-        }
-        ++st.sent;
-        l.in_flight.push_back({probe, *posted, *posted + cfg_.timeout, false});
-        l.next_probe = jittered(std::max(l.next_probe, now - cfg_.interval / 2));
-        if (l.next_probe <= now) l.next_probe = jittered(now);
+      if (l.in_flight.size() >= cfg_.max_in_flight) {
+        teardown(l, now, "stalled");
         break;
       }
+      if (now < l.next_probe) break;
+      const std::uint64_t probe = next_probe_++;
+      std::string reason;
+      auto posted = transport_.post_probe(l.id, probe, reason);
+      if (!posted) {
+        teardown(l, now, reason.empty() ? "post" : reason);
+        break;
+      }
+      ++st.sent;
+      l.in_flight.push_back({probe, *posted, *posted + cfg_.timeout, false});
+      l.next_probe = jittered(std::max(l.next_probe, now - cfg_.interval / 2));
+      if (l.next_probe <= now) l.next_probe = jittered(now);
+      break;
     }
   }
 }
 
+TimePoint Engine::link_next(const Link& l, TimePoint now) const {
+  TimePoint next = TimePoint::max();
+  switch (l.state) {
+    case State::kSelf: break;
+    case State::kIdle: return now;
+    case State::kBackoff: next = l.retry_at; break;
+    case State::kConnecting: next = l.connect_started + cfg_.connect_timeout; break;
+    case State::kUp:
+      next = l.next_probe;
+      for (const auto& p : l.in_flight)
+        if (!p.expired) next = std::min(next, p.deadline);
+      break;
+  }
+  return next;
+}
+
 TimePoint Engine::next_deadline(TimePoint now) const {
+  if (due_valid_) return std::max(next_due_, now);
   TimePoint next = now + std::chrono::hours(1);
   if (aggregated()) next = std::min(next, rotated_at_ + cfg_.rotate_interval);
-  for (const auto& [id, l] : links_) {
-    switch (l.state) {
-      case State::kSelf: break;
-      case State::kIdle: return now;
-      case State::kBackoff: next = std::min(next, l.retry_at); break;
-      case State::kConnecting: next = std::min(next, l.connect_started + cfg_.connect_timeout); break;
-      case State::kUp:
-        next = std::min(next, l.next_probe);
-        for (const auto& p : l.in_flight)
-          if (!p.expired) next = std::min(next, p.deadline);
-        break;
-    }
-  }
+  for (const auto& [id, l] : links_) next = std::min(next, link_next(l, now));
   return std::max(next, now);
 }
 

@@ -168,6 +168,7 @@ class Engine {
     bool last_ok = true;  // the last finished probe succeeded
     double connect_seconds = -1;
     std::string stats_key;
+    Stats* stats = nullptr;  // stats_[stats_key]: map nodes are stable, and a link's key is never erased
   };
   std::string stats_key(const PeerSpec& p, const LocalPort& l) const;
   bool aggregated() const { return peers_.size() > cfg_.max_peers; }
@@ -176,7 +177,9 @@ class Engine {
   void teardown(Link& l, TimePoint now, const std::string& reason);
   void finish_probe(Link& l, std::size_t idx, const TransportEvent& e);
   TimePoint jittered(TimePoint from);
-  Stats& stats_of(const Link& l) { return stats_[l.stats_key]; }
+  void tick_link(Link& l, TimePoint now);
+  TimePoint link_next(const Link& l, TimePoint now) const;  // when tick() has something to do for l
+  Stats& stats_of(const Link& l) { return *l.stats; }  // no string-keyed lookup per link per tick
 
   EngineConfig cfg_;
   Transport& transport_;
@@ -188,6 +191,11 @@ class Engine {
   std::map<std::string, Stats> stats_;
   std::uint64_t next_link_ = 1, next_probe_ = 1;
   std::uint64_t late_ = 0, link_limit_hits_ = 0;
+  // The earliest time tick() has something to do, as of the last full scan; tick() skips the scan
+  // before it, and next_deadline() returns it without a scan. Cleared by whatever makes a link due
+  // earlier (new links, connects, teardowns, the completion of the probe that defined it).
+  TimePoint next_due_{};
+  bool due_valid_ = false;
   std::mt19937_64 rng_;
 };
 

@@ -234,7 +234,7 @@ std::array<std::uint8_t, kMacSize> hmac_sha256(std::string_view key, std::span<c
   std::array<std::uint8_t, kMacSize> out{};
   unsigned int len = 0;
   static const std::uint8_t kEmpty = 0;
-  HMAC(EVP_sha256(), key.empty() ? &kEmpty : key.data(), static_cast<int>(key.size()), data.data(), data.size(), out.data(),
+  HMAC(EVP_sha256(), key.empty() ? static_cast<const void*>(&kEmpty) : static_cast<const void*>(key.data()), static_cast<int>(key.size()), data.data(), data.size(), out.data(),
        &len);
   return out;
 }

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -90,12 +91,6 @@ bool send_frame(int fd, const std::vector<std::uint8_t>& f, Deadline d) {
   return io_all(fd, copy.data(), copy.size(), d, true);
 }
 
-std::string gid_to_string(const std::uint8_t* g) {
-  char buf[INET6_ADDRSTRLEN] = {};
-  inet_ntop(AF_INET6, g, buf, sizeof buf);
-  return buf;
-}
-
 bool v4_mapped(const std::uint8_t* g) {
   static const std::uint8_t p[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
   return std::memcmp(g, p, 12) == 0;
@@ -137,7 +132,11 @@ struct VerbsTransport::Device {
     int gid_len;
   };
   std::vector<Port> ports;
-  std::mutex post_mu;  // post_probe vs. raw clock reads
+  // Loop thread only. outstanding: probes posted on live connections and not yet polled;
+  // armed: ibv_req_notify_cq done and its event not yet read. The CQ is armed only before a
+  // sleep with probes outstanding, so that a completion found by polling costs no wake-up.
+  std::uint64_t outstanding = 0;
+  bool armed = false;
 
   ~Device() {
     if (dst_mr) ibv_dereg_mr(dst_mr);
@@ -162,6 +161,7 @@ struct VerbsTransport::Conn {
   int fd = -1;
   Endpoint remote;
   std::map<std::uint64_t, std::uint64_t> raw_at_post;  // probe -> NIC clock at post
+  std::uint64_t outstanding = 0;  // probes posted and not yet polled (counted in dev->outstanding too)
   ~Conn() {
     if (qp) ibv_destroy_qp(qp);
     if (fd >= 0) ::close(fd);
@@ -304,7 +304,7 @@ std::unique_ptr<VerbsTransport> VerbsTransport::open(const TransportOptions& opt
       ibv_cq_init_attr_ex ca{};
       ca.cqe = static_cast<std::uint32_t>(cqe);
       ca.channel = d->channel;
-      ca.wc_flags = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+      ca.wc_flags = static_cast<std::uint64_t>(IBV_WC_STANDARD_FLAGS) | static_cast<std::uint64_t>(IBV_WC_EX_WITH_COMPLETION_TIMESTAMP);
       d->cqx = ibv_create_cq_ex(d->ctx, &ca);
       if (d->cqx) {
         d->cq = ibv_cq_ex_to_cq(d->cqx);
@@ -318,7 +318,7 @@ std::unique_ptr<VerbsTransport> VerbsTransport::open(const TransportOptions& opt
     d->dst.assign(std::max<std::size_t>(opts.payload, 1), 0);
     if (d->cq) d->src_mr = ibv_reg_mr(d->pd, d->src.data(), d->src.size(), IBV_ACCESS_LOCAL_WRITE);
     if (d->src_mr) d->dst_mr = ibv_reg_mr(d->pd, d->dst.data(), d->dst.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-    if (!d->cq || !d->idle_cq || !d->dst_mr || ibv_req_notify_cq(d->cq, 0)) {
+    if (!d->cq || !d->idle_cq || !d->dst_mr) {
       problems.push_back(name + ": cannot create CQs or register memory");
       continue;
     }
@@ -411,8 +411,14 @@ void VerbsTransport::start() {
     throw std::runtime_error("cannot listen on " + (host.empty() ? std::string("*") : host) + ":" +
                              std::to_string(opts_.listen.port) + ": " + std::strerror(errno));
   listen_fd_ = s.release();
-  connector_ = std::thread([this] { connector_main(); });
-  responder_ = std::thread([this] { responder_main(); });
+  connector_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "prober-connect");
+    connector_main();
+  });
+  responder_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "prober-respond");
+    responder_main();
+  });
 }
 
 void VerbsTransport::stop() {
@@ -439,6 +445,7 @@ void VerbsTransport::push_event(TransportEvent e) {
   {
     std::lock_guard lock(mu_);
     events_.push_back(std::move(e));
+    have_events_.store(true, std::memory_order_release);
   }
   wake();
 }
@@ -446,6 +453,38 @@ void VerbsTransport::push_event(TransportEvent e) {
 // ---------------------------------------------------------------- loop thread
 
 void VerbsTransport::wait(int timeout_ms, std::vector<TransportEvent>& out) {
+  const std::size_t before = out.size();
+  // 1. Probes were just posted: poll the CQs for up to poll_window (user space, no system call
+  //    with mlx5 or rxe), as ib_write_lat does, but bounded. The completion's time is taken right
+  //    after the poll that found it, as after a wake-up.
+  if (!fresh_.empty() && opts_.poll_window.count() > 0) {
+    const auto deadline = Clock::now() + opts_.poll_window;
+    for (;;) {
+      bool any = false;
+      for (auto& d : devices_)
+        if (d->outstanding) any = true, poll_cq(*d, out);
+      if (fresh_.empty() || !any) break;
+      if (Clock::now() >= deadline) {
+        ++poll_misses_;
+        break;
+      }
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+  }
+  fresh_.clear();
+  take_events(out);
+  if (out.size() > before) return;  // work to do now: no sleep, no epoll_wait
+  // 2. Sleep. Arm the CQs that have probes outstanding, then poll once more: a completion that
+  //    came between the last poll and the arming raises no event.
+  for (auto& d : devices_)
+    if (d->outstanding && !d->armed) {
+      ibv_req_notify_cq(d->cq, 0);
+      d->armed = true;
+      poll_cq(*d, out);
+    }
+  if (out.size() > before) timeout_ms = 0;
   epoll_event evs[16];
   int n = epoll_wait(epoll_fd_, evs, 16, timeout_ms);
   ++wakeups_;
@@ -455,35 +494,37 @@ void VerbsTransport::wait(int timeout_ms, std::vector<TransportEvent>& out) {
       [[maybe_unused]] auto r = ::read(wake_fd_, &v, sizeof v);
       continue;
     }
-    drain_cq(*static_cast<Device*>(evs[i].data.ptr), out);
+    Device& d = *static_cast<Device*>(evs[i].data.ptr);
+    ibv_cq* ev_cq = nullptr;
+    void* ctx = nullptr;
+    unsigned got = 0;
+    while (ibv_get_cq_event(d.channel, &ev_cq, &ctx) == 0) ++got;  // the channel fd is non-blocking
+    if (got) {
+      ibv_ack_cq_events(d.cq, got);
+      d.armed = false;
+    }
+    poll_cq(d, out);
   }
-  {
-    std::lock_guard lock(mu_);
-    for (auto& e : events_) out.push_back(std::move(e));
-    events_.clear();
-  }
-  loop_cpu_.store(thread_cpu_seconds(), std::memory_order_relaxed);
+  take_events(out);
 }
 
-void VerbsTransport::drain_cq(Device& d, std::vector<TransportEvent>& out) {
-  ibv_cq* ev_cq = nullptr;
-  void* ctx = nullptr;
-  int got = 0;
-  while (ibv_get_cq_event(d.channel, &ev_cq, &ctx) == 0) ++got;
-  if (got) ibv_ack_cq_events(d.cq, static_cast<unsigned>(got));
-  ibv_req_notify_cq(d.cq, 0);  // before polling: nothing that arrives after the poll is missed
-  struct Raw {
-    std::uint64_t wr_id;
-    std::uint32_t qpn;
-    ibv_wc_status status;
-    std::optional<std::uint64_t> ts;
-  };
-  std::vector<Raw> raw;
+void VerbsTransport::sample_loop_cpu() { loop_cpu_.store(thread_cpu_seconds(), std::memory_order_relaxed); }
+
+void VerbsTransport::take_events(std::vector<TransportEvent>& out) {
+  if (!have_events_.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(mu_);
+  for (auto& e : events_) out.push_back(std::move(e));
+  events_.clear();
+  have_events_.store(false, std::memory_order_relaxed);
+}
+
+std::size_t VerbsTransport::poll_cq(Device& d, std::vector<TransportEvent>& out) {
+  raw_.clear();
   if (d.cqx) {
     ibv_poll_cq_attr pa{};
     if (ibv_start_poll(d.cqx, &pa) == 0) {
       do {
-        raw.push_back({d.cqx->wr_id, ibv_wc_read_qp_num(d.cqx), d.cqx->status, ibv_wc_read_completion_ts(d.cqx)});
+        raw_.push_back({d.cqx->wr_id, ibv_wc_read_qp_num(d.cqx), d.cqx->status, ibv_wc_read_completion_ts(d.cqx)});
       } while (ibv_next_poll(d.cqx) == 0);
       ibv_end_poll(d.cqx);
     }
@@ -491,20 +532,24 @@ void VerbsTransport::drain_cq(Device& d, std::vector<TransportEvent>& out) {
     ibv_wc wc[32];
     int k;
     while ((k = ibv_poll_cq(d.cq, 32, wc)) > 0)
-      for (int i = 0; i < k; ++i) raw.push_back({wc[i].wr_id, wc[i].qp_num, wc[i].status, std::nullopt});
+      for (int i = 0; i < k; ++i) raw_.push_back({wc[i].wr_id, wc[i].qp_num, wc[i].status, std::nullopt});
   }
+  if (raw_.empty()) return 0;
   const auto now = Clock::now();
+  if (!fresh_.empty()) polled_ += raw_.size();
   std::lock_guard lock(mu_);
-  for (const auto& r : raw) {
+  for (const auto& r : raw_) {
+    std::erase(fresh_, r.wr_id);
     auto it = by_qpn_.find({&d, r.qpn});
-    if (it == by_qpn_.end()) continue;  // a QP torn down meanwhile
+    if (it == by_qpn_.end()) continue;  // a QP torn down meanwhile (its outstanding was dropped then)
     Conn& c = *it->second;
+    if (c.outstanding) --c.outstanding, --d.outstanding;
     TransportEvent e;
     e.kind = TransportEvent::Kind::kCompletion;
     e.link = c.link;
     e.probe = r.wr_id;
     e.ok = r.status == IBV_WC_SUCCESS;
-    if (!e.ok) e.reason = wc_reason(r.status);
+    if (!e.ok) e.reason = wc_reason(static_cast<ibv_wc_status>(r.status));
     e.at = now;
     auto posted = c.raw_at_post.find(r.wr_id);
     if (r.ts && posted != c.raw_at_post.end() && d.clock_khz) {
@@ -514,6 +559,7 @@ void VerbsTransport::drain_cq(Device& d, std::vector<TransportEvent>& out) {
     if (posted != c.raw_at_post.end()) c.raw_at_post.erase(posted);
     out.push_back(std::move(e));
   }
+  return raw_.size();
 }
 
 std::optional<TimePoint> VerbsTransport::post_probe(std::uint64_t link, std::uint64_t probe, std::string& reason) {
@@ -545,6 +591,10 @@ std::optional<TimePoint> VerbsTransport::post_probe(std::uint64_t link, std::uin
     spdlog::debug("prober: ibv_post_send to link {}: {}", link, std::strerror(rc));
     return std::nullopt;
   }
+  post_seconds_.store(post_seconds_.load(std::memory_order_relaxed) + Seconds(Clock::now() - t).count(),
+                      std::memory_order_relaxed);
+  ++c.outstanding, ++d.outstanding;
+  fresh_.push_back(probe);
   return t;
 }
 
@@ -557,6 +607,7 @@ void VerbsTransport::close(std::uint64_t link) {
     auto it = conns_.find(link);
     if (it == conns_.end()) return;
     by_qpn_.erase({it->second->dev, it->second->qp->qp_num});
+    it->second->dev->outstanding -= std::min(it->second->dev->outstanding, it->second->outstanding);
     gone = std::move(it->second);
     conns_.erase(it);
   }
@@ -592,6 +643,11 @@ void VerbsTransport::connector_main() {
 
 void VerbsTransport::do_connect(const ConnectRequest& r, std::uint64_t attempt) {
   auto fail = [&](const std::string& reason, bool self = false) {
+    {
+      std::lock_guard lock(mu_);
+      auto a = attempts_.find(r.link);
+      if (a == attempts_.end() || a->second != attempt) return;  // closed meanwhile
+    }
     TransportEvent e;
     e.kind = TransportEvent::Kind::kConnectFailed;
     e.link = r.link;
@@ -676,11 +732,38 @@ void VerbsTransport::do_connect(const ConnectRequest& r, std::uint64_t attempt) 
     by_qpn_[{d, conn->qp->qp_num}] = conn.get();
     conns_[r.link] = std::move(conn);
     events_.push_back({TransportEvent::Kind::kConnected, r.link, 0, true, "", Clock::now(), std::nullopt, false});
+    have_events_.store(true, std::memory_order_release);
   }
   wake();
 }
 
 // ---------------------------------------------------------------- responder thread
+
+// The local port that answers a hello: the one whose GID is the address the prober connected
+// to (RoCE), else the first port of the prober's kind with a GID of the same family.
+namespace {
+using Device = VerbsTransport::Device;
+int pick_responder_port(const std::vector<std::unique_ptr<Device>>& devices_, int fd, const Hello& h, Device*& dev,
+                        const Device::Port*& port, Gid& gid) {
+  sockaddr_storage local{};
+  socklen_t ll = sizeof local;
+  std::optional<Gid> want;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &ll) == 0) want = address_gid(local);
+  const bool peer_v4 = v4_mapped(h.endpoint.gid.data());
+  for (int pass = 0; pass < 2; ++pass)
+    for (auto& d : devices_)
+      for (const auto& p : d->ports) {
+        if (p.ib == static_cast<bool>(h.endpoint.is_global)) continue;  // RoCE peers route globally, IB ones by LID
+        int g = p.ib ? choose_gid(d->ctx, p, 0, false, std::nullopt, gid)
+                     : choose_gid(d->ctx, p, -1, peer_v4, pass == 0 ? want : std::nullopt, gid);
+        if (g >= 0) {
+          dev = d.get(), port = &p;
+          return g;
+        }
+      }
+  return -1;
+}
+}  // namespace
 
 struct VerbsTransport::Served {
   int fd = -1;
@@ -737,41 +820,10 @@ void VerbsTransport::responder_main() {
           } else if (full) {
             reject(RejectReason::kBusy, h->nonce);
           } else {
-            // The local port: the one whose GID is the address the prober connected to, else the
-            // first port of the prober's kind (RoCE or InfiniBand).
-            sockaddr_storage local{};
-            socklen_t ll = sizeof local;
-            getsockname(fd, reinterpret_cast<sockaddr*>(&local), &ll);
-            auto want = address_gid(local);
-            if (want && local.ss_family == AF_INET6 && v4_mapped(want->data())) {}  // v4 over a dual-stack socket
             Device* dev = nullptr;
             const Device::Port* port = nullptr;
             Gid gid{};
-            int sgid = -1;
-            for (auto& d : devices_) {
-              for (const auto& p : d->ports) {
-                if (p.ib == static_cast<bool>(h->endpoint.is_global)) continue;  // RoCE peers are global
-                int g = p.ib ? -1 : choose_gid(d->ctx, p, -1, true, want, gid);
-                if (p.ib || g >= 0) {
-                  dev = d.get(), port = &p, sgid = g;
-                  break;
-                }
-              }
-              if (dev) break;
-            }
-            if (!dev)
-              for (auto& d : devices_) {
-                for (const auto& p : d->ports) {
-                  if (p.ib == static_cast<bool>(h->endpoint.is_global)) continue;
-                  int g = p.ib ? 0 : choose_gid(d->ctx, p, -1, v4_mapped(h->endpoint.gid.data()), std::nullopt, gid);
-                  if (g >= 0) {
-                    if (p.ib) choose_gid(d->ctx, p, 0, false, std::nullopt, gid);
-                    dev = d.get(), port = &p, sgid = g;
-                    break;
-                  }
-                }
-                if (dev) break;
-              }
+            int sgid = pick_responder_port(devices_, fd, *h, dev, port, gid);
             if (!dev) {
               reject(RejectReason::kNoPort, h->nonce);
             } else if (!(s->qp = create_qp(*dev, dev->idle_cq))) {
@@ -827,6 +879,9 @@ TransportCounters VerbsTransport::counters() const {
   c.connector_cpu = connector_cpu_.load(std::memory_order_relaxed);
   c.responder_cpu = responder_cpu_.load(std::memory_order_relaxed);
   c.wakeups = wakeups_.load();
+  c.polled = polled_.load();
+  c.post_seconds = post_seconds_.load(std::memory_order_relaxed);
+  c.poll_misses = poll_misses_.load();
   for (const auto& d : devices_) c.timestamps = c.timestamps || d->cqx != nullptr;
   return c;
 }

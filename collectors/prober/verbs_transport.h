@@ -33,13 +33,19 @@ struct TransportOptions {
   std::size_t responder_max_qps = 1024;
   std::string node_name;
   std::chrono::milliseconds handshake_timeout{3000};
+  // After posting, wait() polls the CQ for up to this long before it arms the completion channel
+  // and sleeps in epoll (0: sleep at once). Bounded CPU: at most poll_window per probe.
+  std::chrono::microseconds poll_window{50};
 };
 
 struct TransportCounters {
   std::map<std::string, std::uint64_t> responder_handshakes;  // by result: ok, bad_mac, busy, ...
   std::uint64_t responder_qps = 0, prober_qps = 0;
   double loop_cpu = 0, connector_cpu = 0, responder_cpu = 0;  // seconds
-  std::uint64_t wakeups = 0;
+  std::uint64_t wakeups = 0;      // epoll_wait returns
+  std::uint64_t polled = 0;       // completions found by the post-probe CQ poll (no sleep)
+  std::uint64_t poll_misses = 0;  // post-probe polls that ran out of the window
+  double post_seconds = 0;        // time spent in ibv_post_send
   bool timestamps = false;
 };
 
@@ -53,8 +59,12 @@ class VerbsTransport final : public Transport {
   // Starts the responder and connector threads; throws std::runtime_error (e.g. port in use).
   void start();
   void stop();
-  // Waits up to timeout_ms for completions or connect results and appends them to `out`.
+  // Waits up to timeout_ms for completions or connect results and appends them to `out`. When
+  // probes were posted since the last call, it first polls the CQs for up to poll_window; it arms
+  // the completion channel and sleeps only when probes are still outstanding after that.
   void wait(int timeout_ms, std::vector<TransportEvent>& out);
+  // Records the calling (loop) thread's CPU time for counters(); the loop calls it once a second.
+  void sample_loop_cpu();
   // Wakes wait() up (from another thread).
   void wake();
 
@@ -74,9 +84,9 @@ class VerbsTransport final : public Transport {
   void connector_main();
   void responder_main();
   void do_connect(const ConnectRequest& r, std::uint64_t attempt);
-  void serve(int fd);
   void push_event(TransportEvent e);
-  void drain_cq(Device& d, std::vector<TransportEvent>& out);
+  std::size_t poll_cq(Device& d, std::vector<TransportEvent>& out);
+  void take_events(std::vector<TransportEvent>& out);
   Device* device(const std::string& name);
 
   TransportOptions opts_;
@@ -93,8 +103,18 @@ class VerbsTransport final : public Transport {
   std::deque<std::pair<ConnectRequest, std::uint64_t>> queue_;
   std::vector<TransportEvent> events_;
   std::map<std::string, std::uint64_t> handshakes_;
-  std::atomic<std::uint64_t> responder_qps_{0}, wakeups_{0};
-  std::atomic<double> loop_cpu_{0}, connector_cpu_{0}, responder_cpu_{0};
+  std::atomic<std::uint64_t> responder_qps_{0}, wakeups_{0}, polled_{0}, poll_misses_{0};
+  std::atomic<bool> have_events_{false};  // events_ is not empty (checked without the lock)
+  // Loop thread only: probes posted since the last wait(), and a reused poll buffer.
+  std::vector<std::uint64_t> fresh_;
+  struct RawCompletion {
+    std::uint64_t wr_id;
+    std::uint32_t qpn;
+    int status;
+    std::optional<std::uint64_t> ts;
+  };
+  std::vector<RawCompletion> raw_;
+  std::atomic<double> loop_cpu_{0}, connector_cpu_{0}, responder_cpu_{0}, post_seconds_{0};
   bool stopping_ = false;
   std::thread connector_, responder_;
 };

@@ -49,7 +49,7 @@ Result<IeeeConfig> decode_ieee_reply(std::span<const std::uint8_t> msg) {
         else good = false;
         break;
       case DCB_ATTR_IEEE:
-        good = good && netlink::walk_nested(attr, [&](const nlattr* ie) {
+        if (!netlink::walk_nested(attr, [&](const nlattr* ie) {
           switch (mnl_attr_get_type(ie)) {
             case DCB_ATTR_IEEE_PFC: {
               ieee_pfc p;
@@ -78,16 +78,18 @@ Result<IeeeConfig> decode_ieee_reply(std::span<const std::uint8_t> msg) {
               break;
             }
             case DCB_ATTR_IEEE_APP_TABLE:
-              good = good && netlink::walk_nested(ie, [&](const nlattr* app) {
+              if (!netlink::walk_nested(ie, [&](const nlattr* app) {
                 dcb_app d;
                 if (mnl_attr_get_type(app) != DCB_ATTR_IEEE_APP) return;
                 if (!copy_struct(app, &d)) { good = false; return; }
                 out.apps.push_back(App{d.selector, d.priority, d.protocol});
-              });
+              }))
+                good = false;
               break;
             default: break;  // peer ETS/PFC/APP, maxrate, QCN: not exported
           }
-        });
+        }))
+          good = false;
         break;
       default: break;
     }

@@ -32,7 +32,8 @@ AlignedMessage::AlignedMessage(std::span<const std::uint8_t> bytes) : words_((by
 
 const nlmsghdr* AlignedMessage::header() const {
   auto* nlh = reinterpret_cast<const nlmsghdr*>(words_.data());
-  return size_ >= sizeof(nlmsghdr) && mnl_nlmsg_ok(nlh, static_cast<int>(size_)) ? nlh : nullptr;
+  // mnl_nlmsg_ok compares nlmsg_len as a signed int: a length >= 2^31 would pass. Compare unsigned.
+  return size_ >= sizeof(nlmsghdr) && nlh->nlmsg_len >= sizeof(nlmsghdr) && nlh->nlmsg_len <= size_ ? nlh : nullptr;
 }
 
 bool walk_attributes(const nlmsghdr* nlh, std::size_t offset, const std::function<void(const nlattr*)>& f) {
@@ -129,13 +130,14 @@ Result<PauseStats> decode_pause_reply(std::span<const std::uint8_t> msg) {
   };
   bool ok = walk_attributes(nlh, sizeof(genlmsghdr), [&](const nlattr* attr) {
     if (mnl_attr_get_type(attr) != ETHTOOL_A_PAUSE_STATS) return;
-    nested_ok = nested_ok && walk_nested(attr, [&](const nlattr* s) {
+    if (!walk_nested(attr, [&](const nlattr* s) {
       switch (mnl_attr_get_type(s)) {
         case ETHTOOL_A_PAUSE_STAT_TX_FRAMES: if (!(out.tx_frames = u64(s))) nested_ok = false; break;
         case ETHTOOL_A_PAUSE_STAT_RX_FRAMES: if (!(out.rx_frames = u64(s))) nested_ok = false; break;
         default: break;
       }
-    });
+    }))
+      nested_ok = false;
   });
   if (!ok || !nested_ok) return R::failure(ReadError::kMalformed);
   return R::success(out);

@@ -41,8 +41,14 @@ LocalPort from_umad(const umad_port_t& p, const umad_ca_t& ca) {
 }
 }  // namespace
 
+std::mutex& umad_setup_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+
 std::vector<LocalPort> list_local_ports(std::string* error) {
   ensure_umad_init();
+  std::lock_guard setup(umad_setup_mutex());
   std::vector<LocalPort> out;
   // umad_get_cas_names() invents "mthca0" when there is no CA; the device list does not.
   umad_device_node* head = umad_get_ca_device_list();
@@ -61,10 +67,9 @@ std::vector<LocalPort> list_local_ports(std::string* error) {
 }
 
 std::shared_ptr<MadClient> MadClient::shared(const std::string& ca, int port, std::string* error) {
-  static std::mutex mu;
   static std::map<std::pair<std::string, int>, std::weak_ptr<MadClient>> clients;
   ensure_umad_init();
-  std::lock_guard lock(mu);
+  std::lock_guard lock(umad_setup_mutex());
   // Resolve the default CA/port first so that "" and the explicit name share one client.
   umad_port_t p{};
   if (umad_get_port(ca.empty() ? nullptr : ca.c_str(), port, &p) < 0) {
@@ -90,14 +95,29 @@ std::shared_ptr<MadClient> MadClient::shared(const std::string& ca, int port, st
   return client;
 }
 
+MadClient::Turn::Turn(MadClient& client) : c(client) {
+  std::unique_lock lock(c.mu_);
+  const std::uint64_t ticket = c.next_ticket_++;
+  c.turn_.wait(lock, [&] { return c.serving_ == ticket; });
+}
+
+MadClient::Turn::~Turn() {
+  {
+    std::lock_guard lock(c.mu_);
+    ++c.serving_;
+  }
+  c.turn_.notify_all();
+}
+
 MadClient::~MadClient() {
+  std::lock_guard setup(umad_setup_mutex());
   umad_unregister(fd_, agent_);
   umad_close_port(fd_);
 }
 
 std::vector<PmaReply> MadClient::query(std::span<const PmaQuery> queries, const QueryOptions& opts, QueryStats* stats) {
   using Clock = std::chrono::steady_clock;
-  std::lock_guard lock(mu_);
+  Turn turn(*this);
   std::vector<PmaReply> replies(queries.size());
   QueryStats local_stats;
   QueryStats& st = stats ? *stats : local_stats;

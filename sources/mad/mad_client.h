@@ -6,6 +6,7 @@
 
 #include <array>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -67,6 +68,11 @@ struct LocalPort {
 // opendir/open, which the umad2sim shim redirects). Empty without RDMA devices.
 std::vector<LocalPort> list_local_ports(std::string* error);
 
+// Serializes libibumad's sysfs walks and port opens/closes in this process (list_local_ports,
+// MadClient::shared, fabric discovery): the umad2sim shim builds its fake sysfs lazily and is not
+// thread-safe there.
+std::mutex& umad_setup_mutex();
+
 class MadClient {
  public:
   // The process-wide client of (ca, port); ca "" and port 0 mean libibumad's default. nullptr and
@@ -80,16 +86,32 @@ class MadClient {
   // Serialized: concurrent callers wait for each other.
   std::vector<PmaReply> query(std::span<const PmaQuery> queries, const QueryOptions& opts, QueryStats* stats = nullptr);
 
+  // Runs fn while no query is in flight on this client. Fabric discovery runs under it: the umad2sim
+  // shim crashes when another umad port of the process closes while a reply is on its way.
+  template <class F>
+  auto exclusive(F&& fn) {
+    Turn t(*this);
+    return fn();
+  }
+
   const std::string& ca() const { return ca_; }
   int port() const { return port_; }
 
  private:
+  struct Turn {
+    explicit Turn(MadClient& c);
+    ~Turn();
+    MadClient& c;
+  };
   MadClient(std::string ca, int port, int fd, int agent) : ca_(std::move(ca)), port_(port), fd_(fd), agent_(agent) {}
   std::string ca_;
   int port_;
   int fd_;
   int agent_;
+  // A FIFO (ticket) lock: a local-mode scrape queues behind at most the fabric chunk in progress.
   std::mutex mu_;
+  std::condition_variable turn_;
+  std::uint64_t next_ticket_ = 0, serving_ = 0;
   std::uint32_t next_tid_ = 0x5000;
 };
 

@@ -62,6 +62,9 @@ Result<std::string> read_file(const std::string& path) {
     }
     if (n == 0) break;
     out.append(buf, static_cast<std::size_t>(n));
+    // sysfs returns a whole attribute in one read, and regular files read short only at EOF:
+    // a short read ends the file without a second system call.
+    if (static_cast<std::size_t>(n) < sizeof buf) break;
     if (out.size() > (1u << 20)) break;  // never slurp a huge non-sysfs file
   }
   ::close(fd);

@@ -26,7 +26,7 @@
 #     never installed), keeps an uncompressed vmlinux (QEMU boots it through
 #     its PVH entry, skipping ~2 s of decompression under TCG) and the few
 #     modules the guest needs;
-#   * builds a ~4 MB initramfs (busybox + modules + lib/init), cached per
+#   * builds a ~6 MB initramfs (busybox + modules + lib/init), cached per
 #     kernel version and init script under $RDMA_EXPORTER_VM_CACHE
 #     (default ${XDG_CACHE_HOME:-/var/tmp}/rdma_exporter-vm);
 #   * boots it with QEMU (TCG; KVM is not usable on these machines), sharing
@@ -47,12 +47,14 @@
 #
 # Environment:
 #   RDMA_EXPORTER_VM_TIMEOUT    default hard limit in seconds (240)
-#   RDMA_EXPORTER_VM_CACHE      cache dir (kernel ~70 MB + initramfs ~4 MB)
+#   RDMA_EXPORTER_VM_CACHE      cache dir (kernel ~70 MB + initramfs ~6 MB)
 #   RDMA_EXPORTER_VM_KERNEL     a kernel ABI name (e.g. 6.1.0-57-amd64) instead
 #                               of what linux-image-amd64 points at
 #   RDMA_EXPORTER_VM_NO_INSTALL=1  never run apt-get install; fail instead
 #   RDMA_EXPORTER_VM_SMP / _MEM guest vCPUs (2) and MiB (1024)
 #   RDMA_EXPORTER_VM_PASSENV    names of host variables to export in the guest
+#   RDMA_EXPORTER_VM_KARGS      extra kernel arguments (default tsc=reliable:
+#                               q35 has an HPET, but the TSC is the fast clock)
 #   RDMA_EXPORTER_VM_VERBOSE=1  show kernel messages and harness details
 set -euo pipefail
 
@@ -71,7 +73,7 @@ since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.1f", b-a}'; }
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 
 # ---------------------------------------------------------------- arguments
-RWDIRS=() BUILD_DIR= SHELL_MODE=0 PREPARE=0 TIMEOUT=
+RWDIRS=() BUILD_DIR='' SHELL_MODE=0 PREPARE=0 TIMEOUT=
 while (($#)); do
   case $1 in
     --build|--rw|--build=*|--rw=*)
@@ -317,8 +319,8 @@ if ((TIMEOUT > 0)); then
   # the guest gives up a little before the host kills QEMU, so that it can say so
   GUEST_TIMEOUT=$(( $(left) > 20 ? $(left) - 8 : $(left) ))
 fi
-KARGS="console=ttyS0 panic=-1 tsc=reliable vm.timeout=$GUEST_TIMEOUT vm.mode=$([[ $SHELL_MODE == 1 ]] && echo shell || echo run)"
-[[ "$VERBOSE" == 1 ]] && KARGS+=" loglevel=6" || KARGS+=" quiet loglevel=3"
+KARGS="console=ttyS0 panic=-1 ${RDMA_EXPORTER_VM_KARGS-tsc=reliable} vm.timeout=$GUEST_TIMEOUT vm.mode=$([[ $SHELL_MODE == 1 ]] && echo shell || echo run)"
+[[ "$VERBOSE" == 1 ]] && KARGS+=" loglevel=6 vm.verbose=1" || KARGS+=" quiet loglevel=3"
 QEMU+=(-append "$KARGS")
 
 vlog "prepared in $(since "$T_START")s; booting kernel $KV (${TIMEOUT}s limit)"

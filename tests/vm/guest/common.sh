@@ -28,12 +28,18 @@ cleanup() {
 trap cleanup EXIT
 
 ok() { echo "  ok: $*"; CHECKS_OK=$((CHECKS_OK + 1)); }
+# a typo or a tool missing in the guest is a failed check, not a silent pass
+# (bash runs this handler in a subshell: the count goes through a file)
+command_not_found_handle() { echo "  FAIL: command not found: $1"; echo "$1" >>"$WORK/not-found"; return 127; }
 bad() { echo "  FAIL: $*"; CHECKS_FAILED=$((CHECKS_FAILED + 1)); }
 section() { echo "== $*"; }
 fatal() { echo "FATAL: $*"; [[ -f "$WORK/exporter.log" ]] && { echo "--- exporter log:"; cat "$WORK/exporter.log"; }; exit 1; }
 
 # finish: print the tally, exit 0 only when every check passed (and some ran)
 finish() {
+  if [[ -s "$WORK/not-found" ]]; then
+    local n; n=$(wc -l <"$WORK/not-found"); CHECKS_FAILED=$((CHECKS_FAILED + n))
+  fi
   echo "$VM_TEST_NAME: $CHECKS_OK checks ok, $CHECKS_FAILED failed"
   if ((CHECKS_FAILED > 0 || CHECKS_OK == 0)); then
     echo "--- exporter log:"; cat "$WORK/exporter.log" 2>/dev/null
@@ -57,76 +63,133 @@ start_exporter() {
   fatal "the exporter does not answer on 127.0.0.1:$VM_TEST_PORT"
 }
 
-# scrape FILE: save one /metrics response
+# Scrapes are parsed once, in pure bash, into an index kept in memory: under
+# TCG every fork+exec (awk, grep) costs tens of ms, and the tests make
+# hundreds of lookups.  The index is keyed by file and content, so a file
+# rewritten by other means (curl -o) is parsed again; subshells ($(value ...))
+# inherit the index of their parent.
+declare -A _IDX_CONTENT=()   # file -> the content that was indexed
+declare -A _IDX=()           # "file|metric" -> lines ",labels,<TAB>value"
+
+# _index FILE: (re)build FILE's index when its content changed
+_index() {
+  local file=$1 content line head val name labels
+  content=
+  IFS= read -r -d '' content <"$file" || true
+  [[ ${_IDX_CONTENT[$file]+set} && "${_IDX_CONTENT[$file]}" == "$content" ]] && return 0
+  local k
+  for k in "${!_IDX[@]}"; do [[ "$k" == "$file|"* ]] && unset "_IDX[$k]"; done
+  while IFS= read -r line; do
+    [[ -z "$line" || "$line" == '#'* ]] && continue
+    val=${line##* } head=${line% *}
+    if [[ "$head" == *'{'* ]]; then
+      name=${head%%'{'*} labels=${head#*'{'} labels=${labels%'}'}
+    else
+      name=$head labels=
+    fi
+    _IDX["$file|$name"]+=",$labels,"$'\t'"$val"$'\n'
+  done <<<"$content"
+  _IDX_CONTENT[$file]=$content
+}
+
+# _lookup FILE NAME [label=value]...: the values of the matching samples in
+# the array _FOUND (no output, no fork)
+_lookup() {
+  local file=$1 name=$2 entry labels kv want match
+  shift 2
+  _FOUND=()
+  [[ -r "$file" ]] || return 0
+  _index "$file"
+  while IFS= read -r entry; do
+    [[ -z "$entry" ]] && continue
+    labels=${entry%%$'\t'*} match=1
+    for kv in "$@"; do
+      want=",${kv%%=*}=\"${kv#*=}\","
+      [[ "$labels" == *"$want"* ]] || { match=0; break; }
+    done
+    ((match)) && _FOUND+=("${entry#*$'\t'}")
+  done <<<"${_IDX[$file|$name]-}"
+}
+
+# scrape FILE: save one /metrics response (and index it)
 scrape() {
   curl -sf -o "$1" "http://127.0.0.1:$VM_TEST_PORT/metrics" || fatal "scrape of /metrics failed"
+  _index "$1"
 }
 
 # series FILE NAME [label=value]...: print the values of the samples of NAME
 # whose labels include all the given label=value pairs, one per line.
 series() {
-  local file=$1 name=$2; shift 2
-  awk -v name="$name" -v want="$(printf '%s\n' "$@")" '
-    BEGIN { n = split(want, w, "\n"); m = 0
-            for (i = 1; i <= n; i++) if (w[i] != "") { eq = index(w[i], "="); k[++m] = substr(w[i], 1, eq - 1) "=\"" substr(w[i], eq + 1) "\"" } }
-    /^#/ { next }
-    {
-      sp = match($0, / [^ ]+$/); if (!sp) next
-      head = substr($0, 1, sp - 1); val = substr($0, sp + 1)
-      br = index(head, "{")
-      if (br) { metric = substr(head, 1, br - 1); labels = "," substr(head, br + 1, length(head) - br - 1) "," }
-      else { metric = head; labels = ",," }
-      if (metric != name) next
-      for (i = 1; i <= m; i++) if (index(labels, "," k[i] ",") == 0) next
-      print val
-    }' "$file"
+  _lookup "$@"
+  ((${#_FOUND[@]})) && printf '%s\n' "${_FOUND[@]}"
+  return 0
 }
 
 # value FILE NAME [label=value]...: the value of exactly one matching sample,
 # or nothing (and a message on stderr) when there are none or several.
 value() {
-  local v n
-  v=$(series "$@")
-  n=$(printf '%s' "$v" | grep -c .)
-  if ((n != 1)); then echo "  (expected exactly one sample of $2 ${*:3}, found $n)" >&2; return 1; fi
-  printf '%s\n' "$v"
+  _lookup "$@"
+  if ((${#_FOUND[@]} != 1)); then echo "  (expected exactly one sample of $2 ${*:3}, found ${#_FOUND[@]})" >&2; return 1; fi
+  printf '%s\n' "${_FOUND[0]}"
 }
 
-# num_eq A B: numeric equality (the exposition format may write 1.25e+09)
-num_eq() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 == b + 0 && a != "" && b != "") }'; }
-num_ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 >= b + 0 && a != "" && b != "") }'; }
+# get FILE NAME [label=value]...: like value, but the result goes to REPLY and
+# nothing forks (use it where a test makes many lookups)
+get() {
+  _lookup "$@"
+  REPLY=
+  if ((${#_FOUND[@]} != 1)); then echo "  (expected exactly one sample of $2 ${*:3}, found ${#_FOUND[@]})" >&2; return 1; fi
+  REPLY=${_FOUND[0]}
+}
+
+# num_eq A B / num_ge A B: numeric comparisons; integers in bash, anything
+# else (1.25e+09, 0.012) or very large in awk
+_is_small_int() { [[ "$1" =~ ^-?[0-9]{1,18}$ ]]; }
+num_eq() {
+  if _is_small_int "$1" && _is_small_int "$2"; then (($1 == $2)); return; fi
+  awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 == b + 0 && a != "" && b != "") }'
+}
+num_ge() {
+  if _is_small_int "$1" && _is_small_int "$2"; then (($1 >= $2)); return; fi
+  awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 >= b + 0 && a != "" && b != "") }'
+}
 
 # expect_value FILE WANT NAME [label=value]...: exactly one sample, equal to WANT
 expect_value() {
   local file=$1 want=$2; shift 2
-  local got
-  if got=$(value "$file" "$@"); then
-    if num_eq "$got" "$want"; then ok "$* = $got"; else bad "$* = $got, expected $want"; fi
+  _lookup "$file" "$@"
+  if ((${#_FOUND[@]} != 1)); then
+    bad "$* missing or duplicated (${#_FOUND[@]} samples)"
+  elif num_eq "${_FOUND[0]}" "$want"; then
+    ok "$* = ${_FOUND[0]}"
   else
-    bad "$* missing or duplicated"
+    bad "$* = ${_FOUND[0]}, expected $want"
   fi
 }
 
 # expect_absent FILE NAME [label=value]...: no such sample
 expect_absent() {
   local file=$1; shift
-  local v; v=$(series "$file" "$@")
-  if [[ -z "$v" ]]; then ok "no $*"; else bad "unexpected sample(s) $*: $(echo $v)"; fi
+  _lookup "$file" "$@"
+  if ((${#_FOUND[@]} == 0)); then ok "no $*"; else bad "unexpected sample(s) $*: ${_FOUND[*]}"; fi
 }
 
+# readf VAR FILE: read the first line of FILE into VAR (a builtin: no fork)
+readf() { IFS= read -r "$1" <"$2" || [[ -n "${!1}" ]]; }
+
 # sysfs_port DEV FILE: a port-1 attribute of an RDMA device
-sysfs_port() { cat "/sys/class/infiniband/$1/ports/1/$2"; }
+sysfs_port() { local v; readf v "/sys/class/infiniband/$1/ports/1/$2" && printf '%s\n' "$v"; }
 
 # wait_port_state DEV WORD: wait (bounded by attempts) until ports/1/state
 # names WORD (e.g. "4: ACTIVE"); the kernel learns about a veth carrier change
 # through the link watch work, a little after `ip link` returns.
 wait_port_state() {
-  local i
-  for i in $(seq 100); do
-    grep -q "$2" "/sys/class/infiniband/$1/ports/1/state" && return 0
+  local i st
+  for ((i = 0; i < 100; i++)); do
+    readf st "/sys/class/infiniband/$1/ports/1/state" && [[ "$st" == *"$2"* ]] && return 0
     sleep 0.1
   done
-  echo "  (port $1/1 state is still '$(sysfs_port "$1" state)', waited for '$2')" >&2
+  echo "  (port $1/1 state is still '$st', waited for '$2')" >&2
   return 1
 }
 
@@ -134,12 +197,14 @@ wait_port_state() {
 # the next read of ports/1/hw_counters is fresh (the kernel serves values
 # cached for up to `lifespan` ms).
 settle_hw_counters() {
-  local ms=0 d l
+  local ms=0 d l t
   for d in "$@"; do
-    l=$(cat "/sys/class/infiniband/$d/ports/1/hw_counters/lifespan" 2>/dev/null || echo 0)
+    readf l "/sys/class/infiniband/$d/ports/1/hw_counters/lifespan" 2>/dev/null || l=0
     ((l > ms)) && ms=$l
   done
-  sleep "$(awk -v ms="$ms" 'BEGIN { printf "%.3f", (ms * 2 + 20) / 1000 }')"
+  t=$((ms * 2 + 20))
+  printf -v t '%d.%03d' $((t / 1000)) $((t % 1000))
+  sleep "$t"
 }
 
 # hw_collector_name: the exporter's hw_counters collector name, if it has one
@@ -148,10 +213,12 @@ hw_collector_name() {
 }
 
 # The hw_counters collector's family and counter label (docs/metrics.md).
-HW_METRIC=${VM_HW_METRIC:-rdma_hw_counter_total}
+HW_METRIC=${VM_HW_METRIC:-rdma_hw_counters_total}
 HW_LABEL=${VM_HW_LABEL:-counter}
 
 # hw_value FILE DEV COUNTER: the exporter's value of one rxe hw counter
 hw_value() { value "$1" "$HW_METRIC" device="$2" port=1 "$HW_LABEL=$3"; }
+# hw_get FILE DEV COUNTER: the same into REPLY, without a fork
+hw_get() { get "$1" "$HW_METRIC" device="$2" port=1 "$HW_LABEL=$3"; }
 # hw_sysfs DEV COUNTER: the kernel's value of the same counter
-hw_sysfs() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }
+hw_sysfs() { local v; readf v "/sys/class/infiniband/$1/ports/1/hw_counters/$2" && printf '%s\n' "$v"; }

@@ -21,7 +21,7 @@ settle_hw_counters rxe0 rxe1
 scrape "$WORK/before"
 section "before: both ports ACTIVE"
 for dev in rxe0 rxe1; do
-  DOWNED0[$dev]=$(hw_sysfs $dev link_downed)
+  readf "DOWNED0[$dev]" "/sys/class/infiniband/$dev/ports/1/hw_counters/link_downed"
   expect_value "$WORK/before" 4 rdma_port_state device=$dev port=1
   if [[ -n "$HW" ]]; then
     expect_value "$WORK/before" "${DOWNED0[$dev]}" "$HW_METRIC" device=$dev port=1 "$HW_LABEL=link_downed"
@@ -60,14 +60,15 @@ done
 
 section "link_downed moved"
 for dev in rxe0 rxe1; do
-  now=$(hw_sysfs $dev link_downed)
+  readf now "/sys/class/infiniband/$dev/ports/1/hw_counters/link_downed"
   if ((now >= DOWNED0[$dev] + 1)); then
     ok "kernel: $dev hw_counters/link_downed ${DOWNED0[$dev]} -> $now"
   else
     bad "kernel: $dev hw_counters/link_downed ${DOWNED0[$dev]} -> $now, expected at least +1"
   fi
   if [[ -n "$HW" ]]; then
-    if got=$(hw_value "$WORK/up" $dev link_downed); then
+    if hw_get "$WORK/up" $dev link_downed; then
+      got=$REPLY
       if num_ge "$got" $((DOWNED0[$dev] + 1)) && num_eq "$got" "$now"; then
         ok "exporter: $dev link_downed = $got (was ${DOWNED0[$dev]})"
       else

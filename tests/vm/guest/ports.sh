@@ -29,8 +29,9 @@ for dev in rxe0 rxe1; do
   expect_value "$M" 1 rdma_device_info device=$dev driver=rxe node_type=CA
 
   # the netdev behind the port: the right veth, never the other one
-  if [[ -n "$(series "$M" rdma_port_netdev_info device=$dev port=1 netdev=$nd)" ]]; then
-    ok "rdma_port_netdev_info device=$dev netdev=$nd ($(series "$M" rdma_port_netdev_info device=$dev netdev=$nd | wc -l) series)"
+  _lookup "$M" rdma_port_netdev_info device=$dev port=1 netdev=$nd
+  if ((${#_FOUND[@]} > 0)); then
+    ok "rdma_port_netdev_info device=$dev port=1 netdev=$nd (${#_FOUND[@]} series)"
   else
     bad "no rdma_port_netdev_info device=$dev port=1 netdev=$nd"
   fi
@@ -55,7 +56,8 @@ for dev in rxe0 rxe1; do
 
   # verbs attributes, compared with ibv_devinfo (active_mtu: 1024 (3))
   mtu=$(ibv_devinfo -d $dev | awk '/active_mtu:/ { print $2 }')
-  if [[ -n "$(series "$M" rdma_port_active_mtu_bytes device=$dev port=1)" ]]; then
+  _lookup "$M" rdma_port_active_mtu_bytes device=$dev port=1
+  if ((${#_FOUND[@]} > 0)); then
     expect_value "$M" "$mtu" rdma_port_active_mtu_bytes device=$dev port=1
   else
     echo "  (no rdma_port_active_mtu_bytes: verbs attributes off in this build)"

@@ -13,7 +13,9 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/tmp LANG=C.UTF-8
 
 say() { echo "[vm-guest] $*"; }
-uptime_s() { cut -d' ' -f1 /proc/uptime; }
+uptime_s() { local u; read -r u _ </proc/uptime; echo "$u"; }
+phase() { [[ "${VM_VERBOSE:-0}" == 1 ]] && say "$* at uptime $(uptime_s)s"; return 0; }
+phase "stage 2 started"
 fail_setup() {
   say "lab setup failed: $*"
   ip -br link 2>&1 || true
@@ -39,9 +41,11 @@ ip addr add 10.77.0.1/24 dev veth0 && ip addr add 10.77.0.2/24 dev veth1 || fail
 ip link set veth0 up && ip link set veth1 up || fail_setup "link up"
 # Add rxe only once both ends are up: a carrier change after 'rdma link add'
 # counts as a port down in hw_counters/link_downed, and the tests expect 0.
+phase "veth pair up"
 rdma link add rxe0 type rxe netdev veth0 || fail_setup "rdma link add rxe0"
 rdma link add rxe1 type rxe netdev veth1 || fail_setup "rdma link add rxe1"
 
+phase "rxe0 and rxe1 added"
 # Ready = both ports ACTIVE and the IPv4-mapped RoCE v2 GID (::ffff:10.77.0.x)
 # populated.  Bounded by iterations, not by a clock.
 ready=0

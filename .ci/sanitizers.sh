@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Sanitizer builds of the tests (cmake/Sanitizers.cmake: -DRDMA_EXPORTER_SANITIZE=...):
+#   asan:  address,undefined over the unit, fixtures and hardening tests (not load/prometheus/vm:
+#          the first is about timing under load, the others need guests or take minutes)
+#   tsan:  thread over the threaded parts: HTTP server + scraper + collectors + prober unit tests
+#          (label unit, which includes the hardening Catch2 cases) and the daemon's lifecycle and
+#          fault tests (real process: signals, reload, scrapes in a loop).
+# Only the executables those tests run are built (read from `ctest --show-only`).
+# Usage: .ci/sanitizers.sh [asan|tsan|all]   (default all). Time on 2 cores: see docs/security.md.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+JOBS="${JOBS:-2}"
+# ccache hits across clones in different folders (as scripts/test.sh).
+export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
+WHAT="${1:-all}"
+
+# Targets behind the ctest commands selected by the label arguments, plus the daemon. A Catch2
+# executable that is not built yet is listed only as one unlabelled "<target>_NOT_BUILT-<hash>"
+# test (catch_discover_tests lists its cases, with their labels, after the build), which no label
+# selection picks: those executables are taken from an unfiltered listing and built in pass 1.
+targets_for() {
+  local build="$1"; shift
+  (cd "$build" && ctest --show-only=json-v1 "$@" >"$build/.sel.json" && ctest --show-only=json-v1 >"$build/.all.json")
+  python3 -c '
+import json, os, re, sys
+build = os.path.realpath(sys.argv[1])
+names = {"rdma_exporter"}
+for t in json.load(open(os.path.join(build, ".sel.json"))).get("tests", []):
+    cmd = t.get("command") or []
+    if cmd and os.path.realpath(cmd[0]).startswith(build + os.sep):
+        names.add(os.path.basename(cmd[0]))
+for t in json.load(open(os.path.join(build, ".all.json"))).get("tests", []):
+    m = re.fullmatch(r"(.+)_NOT_BUILT(-[0-9a-f]+)?", t.get("name", ""))
+    if m:
+        names.add(m.group(1))
+print(" ".join(sorted(names)))' "$build"
+}
+
+run() {  # name sanitize "ctest selection" ["ctest selection" ...]: the union of the selections
+  local name="$1" san="$2"; shift 2
+  local build="$ROOT/build-$name"
+  local t0=$SECONDS sel targets=""
+  cmake -S "$ROOT" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRDMA_EXPORTER_SANITIZE="$san" >/dev/null
+  # catch_discover_tests lists a test executable's cases only once it is built: build the
+  # executables ctest knows of, then ask again (newly listed cases bring no new executables).
+  for pass in 1 2; do
+    for sel in "$@"; do
+      # shellcheck disable=SC2086
+      targets="$targets $(targets_for "$build" $sel)"
+    done
+    # shellcheck disable=SC2086
+    cmake --build "$build" -j"$JOBS" --target $(printf '%s\n' $targets | sort -u)
+  done
+  local built=$((SECONDS - t0))
+  for sel in "$@"; do
+    # shellcheck disable=SC2086
+    (cd "$build" && ctest --output-on-failure -j"$JOBS" $sel)
+  done
+  echo "sanitizers[$name]: build ${built}s, tests $((SECONDS - t0 - built))s"
+}
+
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
+# The load test's RSS bound means nothing under a sanitizer's allocator; its count is kept.
+case "$WHAT" in
+  asan|all) run asan "address,undefined" "-L unit|fixtures|hardening -LE load|prometheus|vm|ibsim|netns -E ^deploy\." ;;&
+  tsan|all) run tsan "thread" "-L unit -E ^deploy\." "-R ^hardening\.(lifecycle|faults)$" ;;&
+  asan|tsan|all) ;;
+  *) echo "usage: $0 [asan|tsan|all]" >&2; exit 2 ;;
+esac

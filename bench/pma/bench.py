@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Fabric scrape benchmark: the exporter's pma fabric mode vs a loop of `perfquery -x` per port
+(what infiniband_exporter does), on a simulated two-level fat tree under ibsim.
+
+usage: bench.py <rdma_exporter> [leaves] [hosts_per_leaf] [spines] [perfquery_sample]
+Defaults: 18 leaves x (18 hosts + 18 uplinks), 18 spines -> 1296 cabled ports.
+Prints ports, fabric refresh time (with and without discovery), ports/s, and the perfquery loop.
+"""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tests/ibsim"))
+from ibsim_harness import Exporter, Sim, get, wait_for  # noqa: E402
+
+
+def fat_tree(leaves, hosts, spines):
+    out = []
+    for s in range(spines):
+        out.append('Switch\t%d "spine%d"' % (max(leaves, 2), s))
+        for l in range(leaves):
+            out.append('[%d]\t"leaf%d"[%d]' % (l + 1, l, hosts + s + 1))
+        out.append("")
+    for l in range(leaves):
+        out.append('Switch\t%d "leaf%d"' % (hosts + spines, l))
+        for h in range(hosts):
+            out.append('[%d]\t"host%d-%d"[1]' % (h + 1, l, h))
+        for s in range(spines):
+            out.append('[%d]\t"spine%d"[%d]' % (hosts + s + 1, s, l + 1))
+        out.append("")
+    for l in range(leaves):
+        for h in range(hosts):
+            out.append('Hca\t1 "host%d-%d"\n[1]\t"leaf%d"[%d]\n' % (l, h, l, h + 1))
+    return "\n".join(out) + "\n"
+
+
+def main():
+    exe = sys.argv[1]
+    leaves, hosts, spines = (int(a) for a in (sys.argv[2:5] + ["18", "18", "18"][len(sys.argv[2:5]):]))
+    sample = int(sys.argv[5]) if len(sys.argv) > 5 else 200
+    t0 = time.monotonic()
+    sim = Sim(fat_tree(leaves, hosts, spines), host="host0-0")
+    print("fabric: %d leaves x (%d hosts + %d uplinks), %d spines; ibsim + opensm --once ready in %.1f s"
+          % (leaves, hosts, spines, spines, time.monotonic() - t0))
+    try:
+        e = Exporter(sim, exe, "--collector.pma.local=false", "--collector.pma.fabric",
+                     "--collector.pma.fabric-period=2s", "--collector.pma.fabric-discovery-period=1h",
+                     "--scrape.timeout=60s")
+        wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_refreshes_total") >= 3, 600, step=0.5, what="3 refreshes")
+        m = e.metrics()
+        ports = get(m, "rdma_pma_fabric_ports")
+        ok = get(m, "rdma_pma_fabric_ports_answered")
+        dur = get(m, "rdma_pma_fabric_scrape_duration_seconds")  # refresh 3: no discovery
+        mads = get(m, "rdma_pma_fabric_mads_total")
+        errors = sum(v for (n, _), v in m.items() if n == "rdma_pma_fabric_mad_errors_total")
+        disc = get(m, "rdma_pma_fabric_discovery_duration_seconds")
+        t = time.monotonic()
+        body = e.text()
+        scrape = time.monotonic() - t
+        print("exporter: %d ports (%d answered, %d MAD errors), refresh without discovery %.3f s = %.0f ports/s; "
+              "discovery %.3f s; %d MADs in 3 refreshes; /metrics %.3f s, %d bytes"
+              % (ports, ok, errors, dur, ports / dur, disc, mads, scrape, len(body)))
+        e.stop()
+        # perfquery -x per port, as infiniband_exporter runs it: a sample of switch ports
+        lids = sim.lids()
+        targets = []
+        for name, lid in lids.items():
+            if isinstance(lid, int):
+                n = hosts + spines if name.startswith("leaf") else leaves
+                targets += [(lid, p) for p in range(1, n + 1)]
+        targets = targets[:sample]
+        t = time.monotonic()
+        for lid, p in targets:
+            sim.run(["perfquery", "-x", str(lid), str(p)])
+        pq = time.monotonic() - t
+        print("perfquery -x loop: %d ports in %.2f s = %.0f ports/s -> %.1f s for all %d ports; speed-up %.0fx"
+              % (len(targets), pq, len(targets) / pq, ports * pq / len(targets), ports, (ports * pq / len(targets)) / dur))
+    finally:
+        sim.close()
+
+
+if __name__ == "__main__":
+    main()

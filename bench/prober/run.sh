@@ -1,0 +1,131 @@
+#!/bin/bash
+# Prober benchmark, run INSIDE the Soft-RoCE guest (tests/vm/vm-run.sh), rxe0 <-> rxe1:
+#  1. ib_write_lat t_typical (half a round trip) on the same pair, 2-byte writes, 1000 iterations;
+#  2. the prober's median RTT: one peer, 20 ms interval, 5 µs buckets, median interpolated from
+#     the histogram, for each poll window in WINDOWS (0 = sleep on the completion channel at once);
+#  3. the prober's CPU for N peers (N QPs to the responder on rxe1) at 1 probe/s each, per thread
+#     (user and system time from /proc/<pid>/task/<tid>/stat) over a measured window; with
+#     BEFORE=<binary>, the same for that binary first (an older build, for before/after);
+#  4. the TCG slowdown: the same awk loop as bench/prober/calibrate.sh (run that on the host).
+# Usage: tests/vm/vm-run.sh --build build-prober --timeout 420 -- \
+#          [env BEFORE=build-prober/rdma_exporter.before WINDOWS="0 50us 100us 200us"] \
+#          bench/prober/run.sh build-prober/rdma_exporter [N] [SECONDS] [RTT_SECONDS]
+set -uo pipefail
+EXP=${1:?exporter binary}
+N=${2:-256}
+SECS=${3:-30}
+RTT_SECS=${4:-10}
+WINDOWS=${WINDOWS:-0 50us 200us}  # poll windows to measure the RTT with, at a 20 ms interval
+W=$(mktemp -d /tmp/bench.XXXXXX)
+A= B=
+trap 'kill $A $B 2>/dev/null' EXIT
+HZ=$(getconf CLK_TCK)
+
+echo "== ib_write_lat rxe0 -> rxe1 (-x 1 -n 1000 -s 2 -F)"
+ib_write_lat -d rxe1 -x 1 -n 1000 -s 2 -F >"$W/lat_srv" 2>&1 &
+sleep 1
+ib_write_lat -d rxe0 -x 1 -n 1000 -s 2 -F 10.77.0.2 >"$W/lat_cli" 2>&1
+wait
+grep -E '^ *2 ' "$W/lat_cli"
+TT=$(awk '/^ *2 +1000/ { print $5 }' "$W/lat_cli")
+echo "t_typical=${TT} us, 2 x t_typical=$(awk -v t="$TT" 'BEGIN { print 2 * t }') us"
+
+BUCKETS=$(awk 'BEGIN { for (i = 5; i <= 250; i += 5) printf "%s%.6f", (i > 5 ? "," : ""), i / 1e6
+                        n = split("300 400 500 750 1000 2000 5000 10000 50000 100000", x, " ")
+                        for (i = 1; i <= n; i++) printf ",%.6f", x[i] / 1e6 }')
+peers_yaml() {  # N entries, all the responder on 10.77.0.2 (one QP each)
+  echo "collectors:"; echo "  prober:"; echo "    listen_address: \"10.77.0.1:9662\""; echo "    peers:"
+  for i in $(seq "$1"); do echo "      - {address: 10.77.0.2, name: p$i, group: g}"; done
+}
+start_pair() {  # start_pair BINARY N INTERVAL [EXTRA PROBER FLAGS...]
+  local bin=$1 n=$2 iv=$3; shift 3
+  peers_yaml "$n" >"$W/a.yml"
+  printf 'collectors:\n  prober:\n    listen_address: "10.77.0.2:9662"\n' >"$W/b.yml"
+  "$bin" --web.listen-address=127.0.0.1:9891 --config.file="$W/b.yml" --collector.disable-defaults --collector.prober \
+    --collector.prober.device='^rxe1$' --collector.prober.responder-max-qps=4096 >"$W/b.log" 2>&1 &
+  B=$!
+  sleep 1
+  "$bin" --web.listen-address=127.0.0.1:9890 --config.file="$W/a.yml" --collector.disable-defaults --collector.prober \
+    --collector.prober.device='^rxe0$' --collector.prober.interval="$iv" --collector.prober.max-peers=4096 \
+    --collector.prober.max-qps=4096 --collector.prober.buckets="$BUCKETS" "$@" >"$W/a.log" 2>&1 &
+  A=$!
+}
+stop_pair() { kill $A $B; wait $A $B 2>/dev/null; }
+scrape() { curl -sf http://127.0.0.1:9890/metrics; }
+threads() {  # "name utime stime" for every thread of a process, clock ticks
+  local t; for t in /proc/$1/task/*; do
+    printf '%s ' "$(tr ' ' _ <"$t/comm")"; awk '{ print $14, $15 }' "$t/stat"; done 2>/dev/null
+}
+calibrate() {  # user CPU seconds of the awk loop of bench/prober/calibrate.sh (and wall seconds)
+  local TIMEFORMAT='%U %R'; { time awk 'BEGIN { for (i = 0; i < 20000000; i++) s += i }'; } 2>&1 | awk '{ printf "user %.2f s (wall %.2f s)", $1, $2 }'; }
+
+# "WINDOW@INTERVAL": the default poll window at a 1 ms interval too (hot kernel paths, as ib_write_lat)
+for wi in $WINDOWS 50us@1ms; do
+  win=${wi%@*}; iv=20ms; [[ $wi == *@* ]] && iv=${wi#*@}
+  echo "== prober median RTT, poll window $win (1 peer, $iv interval, ${RTT_SECS}s)"
+  start_pair "$EXP" 1 "$iv" --collector.prober.poll-window="$win"
+  sleep "$RTT_SECS"
+  scrape >"$W/m1"
+  stop_pair
+  awk '
+    /^rdma_prober_rtt_seconds_bucket/ { match($0, /le="[^"]+"/); le = substr($0, RSTART + 4, RLENGTH - 5); n++; b[n] = le; c[n] = $NF }
+    /^rdma_prober_rtt_seconds_count/ { total = $NF }
+    /^rdma_prober_probes_lost_total/ { lost = $NF }
+    /^rdma_prober_poll_completions_total/ { polled = $NF }
+    /^rdma_prober_poll_window_exhausted_total/ { missed = $NF }
+    /^rdma_prober_post_seconds_total/ { post = $NF }
+    END {
+      half = total / 2; prev_b = 0; prev_c = 0
+      for (i = 1; i <= n; i++) {
+        if (b[i] == "+Inf") break
+        if (c[i] >= half) { med = prev_b + (b[i] - prev_b) * (half - prev_c) / (c[i] - prev_c); break }
+        prev_b = b[i]; prev_c = c[i]
+      }
+      printf "probes=%d lost=%d median=%.1f us (interpolated in 5 us buckets); completions found polling=%d, window exhausted=%d; mean time in ibv_post_send %.1f us\n",
+             total, lost, med * 1e6, polled, missed, total ? post / total * 1e6 : 0
+    }' "$W/m1"
+done
+
+cpu_phase() {  # cpu_phase LABEL BINARY [EXTRA FLAGS...]
+  local label=$1 bin=$2; shift 2
+  echo "== CPU, $label: $N peers at 1 probe/s (${SECS}s window after warm-up)"
+  start_pair "$bin" "$N" 1s "$@"
+  sleep 8
+  scrape >"$W/c0"; s0=$(date +%s.%N); threads $A >"$W/ta0"; threads $B >"$W/tb0"
+  sleep "$SECS"
+  scrape >"$W/c1"; s1=$(date +%s.%N); threads $A >"$W/ta1"; threads $B >"$W/tb1"
+  stop_pair
+  local w; w=$(awk -v a="$s0" -v b="$s1" 'BEGIN { print b - a }')
+  awk -v w="$w" '
+    FNR == 1 { f++ }
+    f == 1 && /^rdma_prober_probes_sent_total/ { s0 += $NF }
+    f == 2 && /^rdma_prober_probes_sent_total/ { s1 += $NF }
+    f == 2 && /^rdma_prober_probes_lost_total/ { lost += $NF }
+    f == 2 && /^rdma_prober_links_up / { up = $2 }
+    f == 1 && /^rdma_prober_loop_wakeups_total/ { k0 = $2 }  f == 2 && /^rdma_prober_loop_wakeups_total/ { k1 = $2 }
+    f == 1 && /^rdma_prober_poll_completions_total/ { p0 = $2 }  f == 2 && /^rdma_prober_poll_completions_total/ { p1 = $2 }
+    f == 1 && /^rdma_prober_post_seconds_total/ { q0 = $2 }  f == 2 && /^rdma_prober_post_seconds_total/ { q1 = $2 }
+    END { printf "links_up=%d probes=%d (%.1f/s) lost=%d window=%.1fs epoll wake-ups=%.1f/s completions found polling=%.1f/s",
+                 up, s1 - s0, (s1 - s0) / w, lost, w, (k1 - k0) / w, (p1 - p0) / w
+          if (q1 != "") printf " time in ibv_post_send=%.1f us/probe", (q1 - q0) / (s1 - s0) * 1e6
+          printf "\n" }' "$W/c0" "$W/c1"
+  for side in a b; do
+    awk -v w="$w" -v hz="$HZ" -v side="$side" '
+      FNR == 1 { f++ }
+      f == 1 { u0[$1] += $2; y0[$1] += $3 }
+      f == 2 { u1[$1] += $2; y1[$1] += $3; names[$1] = 1 }
+      END {
+        printf "  %s (%s): thread   user s   system s   %% of a core (user + system)\n",
+               side == "a" ? "prober A, rxe0" : "responder B, rxe1", side == "a" ? "N QPs" : "N responder QPs"
+        for (t in names) {
+          u = (u1[t] - u0[t]) / hz; y = (y1[t] - y0[t]) / hz; U += u; Y += y
+          if (u + y > 0 || t ~ /^prober/) printf "    %-16s %7.2f %9.2f   %6.3f %% (%.3f + %.3f)\n", t, u, y, 100 * (u + y) / w, 100 * u / w, 100 * y / w
+        }
+        printf "    %-16s %7.2f %9.2f   %6.3f %% (%.3f + %.3f)\n", "process", U, Y, 100 * (U + Y) / w, 100 * U / w, 100 * Y / w
+      }' "$W/t${side}0" "$W/t${side}1"
+  done
+}
+if [ -n "${BEFORE:-}" ]; then cpu_phase "before ($BEFORE)" "$BEFORE"; fi
+cpu_phase "after ($EXP, default poll window)" "$EXP"
+
+echo "== calibration: awk loop of 2e7 iterations: $(calibrate); $(calibrate) (compare: bench/prober/calibrate.sh on the host)"

@@ -1,0 +1,189 @@
+// Collector "netdev": the Ethernet side of RoCE ports. For every port whose link layer is
+// Ethernet, on the netdevs the host model resolved: PFC/pause statistics (SIOCETHTOOL with
+// per-driver maps, ethtool-netlink standard pause statistics), the IEEE DCB configuration
+// (dcbnl), the ECN/DCQCN configuration (sysfs, under --path.sysfs), an allow-list of raw ethtool
+// statistics and a per-port consistency signal for the RoCE priority.
+//
+// ethtool and dcbnl act on the netdevs of the exporter's network namespace. With a fake sysfs
+// tree the named netdevs are usually absent: that is counted and logged once per netdev
+// (reason netdev_missing) and the sysfs parts still run. A source a netdev does not support
+// (EOPNOTSUPP: veth has no pause or DCB) is counted once and not asked again.
+#include <map>
+#include <memory>
+
+#include "collectors/netdev/netdev_metrics.h"
+#include "exporter/collector.h"
+#include "sources/dcb/dcbnl.h"
+#include "sources/dcb/ecn_sysfs.h"
+#include "sources/ethtool/ethtool_ioctl.h"
+#include "sources/ethtool/netlink.h"
+#include "sources/ethtool/stat_map.h"
+
+namespace rdma::collectors::netdev {
+namespace {
+
+using sysfs::ReadError;
+
+constexpr std::size_t kMaxExtraStats = 64;
+
+struct NetdevState {
+  unsigned ifindex = 0;
+  bool missing_reported = false;
+  bool stats_unsupported = false;
+  bool pause_unsupported = false;
+  bool dcb_unsupported = false;
+  std::string driver;
+  std::size_t count = 0;  // size of the cached string table
+  bool have_table = false;
+  std::vector<ethtool::MappedStat> mapped;
+  std::vector<std::pair<std::size_t, std::string>> extra;
+};
+
+class NetdevCollector final : public exporter::Collector {
+ public:
+  NetdevCollector(int roce_priority, std::vector<std::string> extra_stats)
+      : roce_priority_(roce_priority), extra_stats_(std::move(extra_stats)) {}
+
+  void collect(const exporter::ScrapeContext& ctx, MetricSink& out) override {
+    for (const auto& dev : ctx.host.devices) {
+      for (const auto& port : dev.ports) {
+        if (port.link_layer != model::LinkLayer::kEthernet) continue;
+        const Labels port_base{{"device", dev.name}, {"port", port.number_label}};
+        Tri pfc = Tri::kUnknown, ecn = Tri::kUnknown;
+        for (const auto& nd : port.netdevs) {
+          Labels base = port_base;
+          base.emplace_back("netdev", nd.name);
+          auto [p, e] = collect_netdev(ctx, nd.name, base, out);
+          pfc = fold(pfc, p);
+          ecn = fold(ecn, e);
+        }
+        emit_consistency(port_base, roce_priority_, pfc, ecn, out);
+      }
+    }
+  }
+
+ private:
+  // Reports a source's failure; EOPNOTSUPP only once per netdev (then the source is skipped).
+  static void report(const exporter::ScrapeContext& ctx, ReadError e, const std::string& what, const std::string& netdev,
+                     bool* unsupported_flag) {
+    if (e == ReadError::kNotSupported) {
+      if (*unsupported_flag) return;
+      *unsupported_flag = true;
+    }
+    ctx.errors.report(sysfs::reason_label(e), what + " " + netdev, what + " failed on netdev " + netdev);
+  }
+
+  std::pair<Tri, Tri> collect_netdev(const exporter::ScrapeContext& ctx, const std::string& name, const Labels& base,
+                                     MetricSink& out) {
+    // ECN/DCQCN: sysfs, valid even when the netdev is not in this namespace.
+    auto ecn_cfg = dcb::read_ecn_config(ctx.host.sysfs_root, name);
+    for (const auto& [path, err] : ecn_cfg.issues) ctx.errors.report_read(err, path);
+    emit_ecn(base, ecn_cfg, out);
+    const int ecn_on = ecn_cfg.enabled(roce_priority_);
+    const Tri ecn = ecn_on < 0 ? Tri::kUnknown : (ecn_on ? Tri::kYes : Tri::kNo);
+
+    NetdevState& st = state_[name];
+    auto idx = ethtool::IoctlClient::ifindex(name);
+    out.gauge("rdma_netdev_present", "1 when the port's netdev exists in the exporter's network namespace (ethtool and DCB need it).",
+              base, idx.ok() ? 1 : 0);
+    if (!idx) {
+      if (!st.missing_reported)
+        ctx.errors.report("netdev_missing", name,
+                          "netdev " + name + " is not in this network namespace (fake --path.sysfs or another netns); ethtool and DCB skipped");
+      st = NetdevState{};
+      st.missing_reported = true;
+      return {Tri::kUnknown, ecn};
+    }
+    if (st.ifindex != idx.value) st = NetdevState{.ifindex = idx.value};
+
+    if (st.driver.empty()) {
+      auto drv = ioctl_.driver(name);
+      if (drv) st.driver = drv.value;
+      else report(ctx, drv.error, "ethtool_drvinfo", name, &st.stats_unsupported);
+    }
+    if (!st.driver.empty()) out.info("rdma_netdev_info", "Netdev behind an Ethernet RDMA port and its driver (ethtool). Always 1.",
+                                     [&] { Labels l = base; l.emplace_back("driver", st.driver); return l; }());
+
+    bool link_pause_done = false;
+    if (!st.pause_unsupported) {
+      auto pause = pause_.read(name);
+      if (pause) link_pause_done = emit_link_pause(base, pause.value, out);
+      else report(ctx, pause.error, "pause_stats", name, &st.pause_unsupported);
+    }
+    if (!st.stats_unsupported) collect_stats(ctx, name, st, base, link_pause_done, out);
+
+    Tri pfc = Tri::kUnknown;
+    if (!st.dcb_unsupported) {
+      auto cfg = dcb_.read(name);
+      if (cfg) {
+        emit_dcb(base, cfg.value, out);
+        if (cfg.value.pfc) pfc = cfg.value.pfc->enabled(roce_priority_) ? Tri::kYes : Tri::kNo;
+      } else {
+        report(ctx, cfg.error, "dcbnl", name, &st.dcb_unsupported);
+      }
+    }
+    return {pfc, ecn};
+  }
+
+  void collect_stats(const exporter::ScrapeContext& ctx, const std::string& name, NetdevState& st, const Labels& base,
+                     bool link_pause_done, MetricSink& out) {
+    auto count = ioctl_.stats_count(name);
+    if (!count) return report(ctx, count.error, "ethtool_sset_info", name, &st.stats_unsupported);
+    if (!st.have_table || st.count != count.value) {
+      auto names = ioctl_.stat_names(name, count.value);
+      if (!names) return report(ctx, names.error, "ethtool_gstrings", name, &st.stats_unsupported);
+      st.count = count.value;
+      st.have_table = true;
+      st.mapped = ethtool::map_stats(st.driver, names.value);
+      st.extra = select_extra(names.value, extra_stats_);
+    }
+    if (st.mapped.empty() && st.extra.empty()) return;  // nothing this driver maps: skip GSTATS
+    auto values = ioctl_.stat_values(name, st.count);
+    if (!values) {
+      st.have_table = false;  // the table changed size meanwhile: read it again next scrape
+      return report(ctx, values.error, "ethtool_gstats", name, &st.stats_unsupported);
+    }
+    emit_mapped(base, st.mapped, values.value, link_pause_done, out);
+    emit_extra(base, st.extra, values.value, out);
+  }
+
+  int roce_priority_;
+  std::vector<std::string> extra_stats_;
+  ethtool::IoctlClient ioctl_;
+  netlink::PauseReader pause_;
+  dcb::Reader dcb_;
+  std::map<std::string, NetdevState> state_;
+};
+
+}  // namespace
+
+RDMA_REGISTER_COLLECTOR({
+    .name = "netdev",
+    .help = "RoCE netdevs: PFC/pause statistics (ethtool), DCB configuration (dcbnl), ECN/DCQCN (sysfs), RoCE priority consistency.",
+    .enabled_by_default = true,
+    .settings = {{"roce-priority", exporter::OptionType::kInt, "3",
+                  "Priority (0-7) that carries RoCE traffic: checked for PFC and ECN by rdma_netdev_roce_priority_consistent."},
+                 {"extra-stats", exporter::OptionType::kStringList, "",
+                  "ethtool statistic names exported as they are in rdma_netdev_ethtool_stat (none by default; at most 64)."}},
+    .create = [](const exporter::CollectorSettings& s, const exporter::GlobalContext&)
+        -> std::unique_ptr<exporter::Collector> {
+      const auto prio = s.integer("roce-priority");
+      if (prio < 0 || prio > 7)
+        throw exporter::ConfigError(s.origin("roce-priority") + ": key 'collectors.netdev.roce_priority': expected 0-7, got " +
+                                    std::to_string(prio));
+      std::vector<std::string> extra;
+      for (auto& n : s.list("extra-stats")) {
+        if (n.empty()) continue;
+        if (n.size() >= ethtool::kStringLength)
+          throw exporter::ConfigError(s.origin("extra-stats") + ": key 'collectors.netdev.extra_stats': '" + n +
+                                      "' is longer than an ethtool statistic name (31 characters)");
+        extra.push_back(n);
+      }
+      if (extra.size() > kMaxExtraStats)
+        throw exporter::ConfigError(s.origin("extra-stats") + ": key 'collectors.netdev.extra_stats': at most " +
+                                    std::to_string(kMaxExtraStats) + " names");
+      return std::make_unique<NetdevCollector>(static_cast<int>(prio), std::move(extra));
+    },
+});
+
+}  // namespace rdma::collectors::netdev

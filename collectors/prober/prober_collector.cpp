@@ -1,0 +1,398 @@
+// Collector "prober": active RDMA WRITE latency probes between exporters (see docs/prober.md).
+// A background loop (start/stop) drives the Engine over the VerbsTransport and publishes an
+// immutable Snapshot every second; collect() only copies it out.
+#include <spdlog/spdlog.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "collectors/prober/config.h"
+#include "collectors/prober/engine.h"
+#include "collectors/prober/verbs_transport.h"
+#include "exporter/collector.h"
+
+namespace rdma::collectors::prober {
+namespace {
+
+using exporter::ConfigError;
+using exporter::HistogramValue;
+using exporter::Labels;
+using exporter::MetricSink;
+
+struct Settings {
+  EngineConfig engine;
+  TransportOptions transport;
+  PeerSources sources;
+  std::chrono::milliseconds dns_refresh{30000};
+  std::size_t peers_limit = 4096;
+};
+
+struct Published {
+  Snapshot snap;
+  TransportCounters transport;
+  std::uint64_t self_excluded = 0, over_limit = 0, dns_ok = 0, dns_errors = 0;
+};
+
+HistogramValue to_histogram(const std::vector<double>& bounds, const Histogram& h) {
+  HistogramValue v;
+  v.upper_bounds = bounds;
+  v.cumulative.assign(bounds.size(), 0);
+  std::uint64_t acc = 0;
+  for (std::size_t i = 0; i < bounds.size(); ++i) {
+    acc += i < h.counts.size() ? h.counts[i] : 0;
+    v.cumulative[i] = acc;
+  }
+  v.count = h.count;
+  v.sum = h.sum;
+  return v;
+}
+
+class ProberCollector final : public exporter::Collector {
+ public:
+  explicit ProberCollector(Settings s) : s_(std::move(s)) {}
+  ~ProberCollector() override { stop(); }
+
+  void start() override {
+    std::string why;
+    auto t = VerbsTransport::open(s_.transport, why);
+    if (!t) {
+      spdlog::info("prober: off, {}; the rest of the exporter works", why);
+      return;
+    }
+    try {
+      t->start();
+    } catch (const std::exception& e) {
+      spdlog::error("prober: off, {}", e.what());
+      return;
+    }
+    transport_ = std::move(t);
+    s_.engine.max_links = std::max<std::size_t>(1, s_.engine.max_links);
+    engine_ = std::make_unique<Engine>(s_.engine, *transport_, transport_->local_ports());
+    std::string ports;
+    for (const auto& p : transport_->local_ports()) ports += (ports.empty() ? "" : ", ") + p.device + "/" + std::to_string(p.port);
+    spdlog::info("prober: on, local ports {}, responder on {}:{}", ports,
+                 s_.transport.listen.host.empty() ? "*" : s_.transport.listen.host, s_.transport.listen.port);
+    running_ = true;
+    resolver_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "prober-dns");
+      resolver_main();
+    });
+    loop_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "prober-loop");
+      loop_main();
+    });
+  }
+
+  void stop() override {
+    if (!running_.exchange(false)) return;
+    {
+      std::lock_guard lock(mu_);
+    }
+    cv_.notify_all();
+    transport_->wake();
+    if (resolver_.joinable()) resolver_.join();
+    if (loop_.joinable()) loop_.join();
+    transport_->stop();
+  }
+
+  void collect(const exporter::ScrapeContext&, MetricSink& out) override {
+    std::shared_ptr<const Published> p;
+    {
+      std::lock_guard lock(mu_);
+      p = published_;
+    }
+    out.gauge("rdma_prober_active", "1 when the prober runs (an RDMA device was found and the responder listens), else 0.", {},
+              p ? 1.0 : 0.0);
+    if (!p) return;
+    write(*p, out);
+  }
+
+ private:
+  static void write(const Published& p, MetricSink& out) {
+    const auto& s = p.snap;
+    out.gauge("rdma_prober_aggregated",
+              "1 when there are more peers than max_peers and series are per peer group over a rotating sample.", {},
+              s.aggregated ? 1.0 : 0.0);
+    out.gauge_u64("rdma_prober_peers", "Peers known after self exclusion (static list and DNS).", {}, s.peers_known);
+    out.gauge_u64("rdma_prober_links", "Links (peer x local port) probed now, each one RC queue pair.", {}, s.links);
+    out.gauge_u64("rdma_prober_links_up", "Links connected whose last probe succeeded.", {}, s.links_up);
+    out.gauge_u64("rdma_prober_qps", "Queue pairs open, by role.", {{"role", "prober"}}, p.transport.prober_qps);
+    out.gauge_u64("rdma_prober_qps", "Queue pairs open, by role.", {{"role", "responder"}}, p.transport.responder_qps);
+    out.counter("rdma_prober_self_excluded_total", "Resolved peer addresses dropped because they are this exporter.", {},
+                p.self_excluded + s.self_excluded);
+    out.counter("rdma_prober_peers_over_limit_total", "Resolved peers dropped by the peers limit.", {}, p.over_limit);
+    out.counter("rdma_prober_link_limit_total", "Links not opened because of the max_qps limit.", {}, s.link_limit_hits);
+    out.counter("rdma_prober_late_completions_total", "Completions that arrived after their probe was counted lost.", {},
+                s.late_completions);
+    out.counter("rdma_prober_dns_resolutions_total", "Peer name resolutions, by result.", {{"result", "ok"}}, p.dns_ok);
+    out.counter("rdma_prober_dns_resolutions_total", "Peer name resolutions, by result.", {{"result", "error"}}, p.dns_errors);
+    for (const auto& [result, n] : p.transport.responder_handshakes)
+      out.counter("rdma_prober_responder_handshakes_total", "Handshakes the responder answered, by result (ok or why not).",
+                  {{"result", result}}, n);
+    out.counter("rdma_prober_loop_wakeups_total", "Wake-ups of the probe loop (epoll returns).", {}, p.transport.wakeups);
+    out.counter("rdma_prober_poll_completions_total",
+                "Completions found by the bounded CQ poll right after posting (no sleep, no wake-up).", {}, p.transport.polled);
+    out.counter("rdma_prober_poll_window_exhausted_total",
+                "Post-probe CQ polls that ran out of poll_window; the loop then slept on the completion channel.", {},
+                p.transport.poll_misses);
+    out.counter("rdma_prober_post_seconds_total",
+                "Time spent inside ibv_post_send: a doorbell write on hardware; with Soft-RoCE a system call in which the kernel "
+                "does the NIC's work.",
+                {}, p.transport.post_seconds);
+    for (auto [thread, v] : {std::pair{"loop", p.transport.loop_cpu}, {"connector", p.transport.connector_cpu},
+                             {"responder", p.transport.responder_cpu}})
+      out.add("rdma_prober_cpu_seconds_total", exporter::MetricType::kCounter, "CPU time used by the prober's threads.",
+              {{"thread", thread}}, v);
+    out.gauge("rdma_prober_completion_timestamps", "1 when a device gives completion timestamps (NIC RTT reported apart).", {},
+              p.transport.timestamps ? 1.0 : 0.0);
+
+    for (const auto& v : s.peers) {
+      Labels l{{"device", v.local.device}, {"port", std::to_string(v.local.port)}, {"peer", v.peer}, {"group", v.group}};
+      write_stats(s.buckets, v.stats, l, "rdma_prober_", out);
+      out.gauge("rdma_prober_peer_up", "1 when the link to the peer is connected and its last probe succeeded.", l, v.up ? 1 : 0);
+      if (v.connect_seconds >= 0)
+        out.gauge("rdma_prober_connect_duration_seconds", "Duration of the last successful handshake and QP setup.", l,
+                  v.connect_seconds);
+    }
+    for (const auto& g : s.groups) {
+      Labels l{{"device", g.local.device}, {"port", std::to_string(g.local.port)}, {"group", g.group}};
+      write_stats(s.buckets, g.stats, l, "rdma_prober_group_", out);
+      out.gauge_u64("rdma_prober_group_peers", "Peers in the group.", l, g.peers);
+      out.gauge_u64("rdma_prober_group_peers_probed", "Peers of the group in the current rotating sample.", l, g.probed);
+      out.gauge_u64("rdma_prober_group_peers_up", "Sampled peers of the group whose link is up.", l, g.up);
+    }
+  }
+
+  static void write_stats(const std::vector<double>& buckets, const Stats& st, const Labels& l, const std::string& prefix,
+                          MetricSink& out) {
+    out.add(prefix + "rtt_seconds", exporter::MetricType::kHistogram,
+            "Round trip of a signaled RDMA WRITE, from post to completion (software clock).", l, to_histogram(buckets, st.rtt));
+    if (st.nic_rtt.count) {
+      out.add(prefix + "nic_rtt_seconds", exporter::MetricType::kHistogram,
+              "Round trip measured with the NIC clock (completion timestamp minus NIC clock at post).", l,
+              to_histogram(buckets, st.nic_rtt));
+      out.add(prefix + "host_overhead_seconds_total", exporter::MetricType::kCounter,
+              "Sum of software RTT minus NIC RTT: time spent on the host side.", l, st.host_overhead_seconds);
+    }
+    out.counter(prefix + "probes_sent_total", "Probes posted.", l, st.sent);
+    out.counter(prefix + "probes_lost_total", "Probes that did not complete successfully within the timeout.", l, st.lost);
+    out.counter(prefix + "connects_total", "Successful handshakes (queue pairs connected).", l, st.connects);
+    for (const auto& [reason, n] : st.errors) {
+      Labels le = l;
+      le.emplace_back("reason", reason);
+      out.counter(prefix + "errors_total", "Errors by reason: connect, handshake_*, rejected_*, qp_*, completion_*, stalled, post.",
+                  std::move(le), n);
+    }
+  }
+
+  void resolver_main() {
+    const auto local = local_addresses();
+    std::unique_lock lock(mu_);
+    while (running_) {
+      lock.unlock();
+      std::uint64_t ok = 0, errors = 0;
+      auto resolver = [&](const std::string& name, std::string& err) {
+        auto r = resolve_all(name, err);
+        (r.empty() ? errors : ok)++;
+        return r;
+      };
+      auto e = expand_peers(s_.sources, s_.transport.listen, local, s_.peers_limit, resolver);
+      for (const auto& msg : e.errors) spdlog::debug("prober: cannot resolve {}", msg);
+      lock.lock();
+      pending_peers_ = std::move(e.peers);
+      have_pending_ = true;
+      self_excluded_ = e.self_excluded;
+      over_limit_ = e.dropped_over_limit;
+      dns_ok_ += ok;
+      dns_errors_ += errors;
+      transport_->wake();
+      cv_.wait_for(lock, s_.dns_refresh, [this] { return !running_; });
+    }
+  }
+
+  void loop_main() {
+    std::vector<TransportEvent> events;
+    TimePoint last_publish{};
+    int timeout_ms = 0;
+    while (running_) {
+      events.clear();
+      transport_->wait(timeout_ms, events);
+      const auto now = Clock::now();
+      bool force = false;
+      {
+        std::lock_guard lock(mu_);
+        if (have_pending_) {
+          engine_->set_peers(std::move(pending_peers_), now);
+          pending_peers_.clear();
+          have_pending_ = false;
+          force = true;
+        }
+      }
+      for (const auto& e : events) engine_->handle(e);
+      engine_->tick(now);
+      if (force || now - last_publish >= std::chrono::seconds(1)) {
+        auto p = std::make_shared<Published>();
+        p->snap = engine_->snapshot();
+        transport_->sample_loop_cpu();
+        p->transport = transport_->counters();
+        std::lock_guard lock(mu_);
+        p->self_excluded = self_excluded_, p->over_limit = over_limit_, p->dns_ok = dns_ok_, p->dns_errors = dns_errors_;
+        published_ = std::move(p);
+        last_publish = now;
+      }
+      const auto next = std::min(engine_->next_deadline(Clock::now()), last_publish + std::chrono::seconds(1));
+      const auto wait = next - Clock::now();
+      timeout_ms = wait <= Clock::duration::zero()
+                       ? 0
+                       : static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(wait).count());
+    }
+  }
+
+  Settings s_;
+  std::unique_ptr<VerbsTransport> transport_;
+  std::unique_ptr<Engine> engine_;
+  std::atomic<bool> running_{false};
+  std::thread loop_, resolver_;
+  std::mutex mu_;  // published_, pending peers, resolver counters
+  std::condition_variable cv_;
+  std::shared_ptr<const Published> published_;
+  std::vector<PeerSpec> pending_peers_;
+  bool have_pending_ = false;
+  std::uint64_t self_excluded_ = 0, over_limit_ = 0, dns_ok_ = 0, dns_errors_ = 0;
+};
+
+std::int64_t positive(const exporter::CollectorSettings& s, const std::string& key, std::int64_t max) {
+  auto v = s.integer(key);
+  if (v < 1 || v > max)
+    throw ConfigError(s.origin(key) + ": collectors.prober." + key + " must be between 1 and " + std::to_string(max));
+  return v;
+}
+std::chrono::milliseconds duration(const exporter::CollectorSettings& s, const std::string& key) {
+  auto v = s.duration(key);
+  if (v.count() <= 0) throw ConfigError(s.origin(key) + ": collectors.prober." + key + " must be positive");
+  return v;
+}
+
+// "100us", "0.1ms", "50µs", "0": at most 10 ms.
+std::chrono::microseconds parse_poll_window(const std::string& text, const std::string& origin) {
+  std::string unit;
+  double v = -1;
+  try {
+    std::size_t used = 0;
+    v = std::stod(text, &used);
+    unit = text.substr(used);
+  } catch (const std::exception&) {
+    v = -1;
+  }
+  double us = -1;
+  if (unit == "us" || unit == "\u00b5s" || (unit.empty() && v == 0)) us = v;
+  else if (unit == "ms") us = v * 1000;
+  else if (unit == "ns") us = v / 1000;
+  if (!(us >= 0 && us <= 10000))
+    throw ConfigError(origin + ": collectors.prober.poll_window: `" + text + "` is not a duration from 0 to 10ms (e.g. 100us)");
+  return std::chrono::microseconds(static_cast<std::int64_t>(us + 0.5));
+}
+
+Settings settings_from(const exporter::CollectorSettings& s) {
+  Settings out;
+  auto& e = out.engine;
+  e.interval = duration(s, "interval");
+  e.jitter = static_cast<double>(s.integer("jitter-percent")) / 100.0;
+  if (e.jitter < 0 || e.jitter > 0.9) throw ConfigError(s.origin("jitter-percent") + ": collectors.prober.jitter_percent must be 0..90");
+  e.timeout = duration(s, "timeout");
+  e.connect_timeout = duration(s, "connect-timeout");
+  e.backoff_max = duration(s, "backoff-max");
+  e.backoff_initial = std::min(e.backoff_max, std::chrono::milliseconds(1000));
+  e.rotate_interval = duration(s, "rotate-interval");
+  e.buckets = parse_buckets(s.list("buckets"), s.origin("buckets"));
+  e.max_peers = static_cast<std::size_t>(positive(s, "max-peers", 100000));
+  auto sample = s.integer("sample-size");
+  e.sample_size = sample <= 0 ? e.max_peers : static_cast<std::size_t>(sample);
+  e.max_links = static_cast<std::size_t>(positive(s, "max-qps", 65536));
+  out.peers_limit = static_cast<std::size_t>(positive(s, "peers-limit", 1000000));
+  auto& t = out.transport;
+  t.device_regex = s.string("device");
+  try {
+    std::regex check(t.device_regex);
+  } catch (const std::regex_error& err) {
+    throw ConfigError(s.origin("device") + ": collectors.prober.device: bad regular expression: " + err.what());
+  }
+  t.payload = static_cast<std::size_t>(positive(s, "payload-size", 65536));
+  t.listen = parse_listen(s.string("listen-address"), s.origin("listen-address"));
+  t.responder_max_qps = static_cast<std::size_t>(positive(s, "responder-max-qps", 65536));
+  t.handshake_timeout = e.connect_timeout;
+  t.poll_window = parse_poll_window(s.string("poll-window"), s.origin("poll-window"));
+  t.node_name = s.string("node-name");
+  if (t.node_name.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    t.node_name = host;
+  }
+  if (auto path = s.string("secret-file"); !path.empty()) {
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    if (!f) throw ConfigError(s.origin("secret-file") + ": collectors.prober.secret_file: cannot read " + path);
+    t.secret = ss.str();
+    while (!t.secret.empty() && (t.secret.back() == '\n' || t.secret.back() == '\r')) t.secret.pop_back();
+    if (t.secret.empty()) throw ConfigError(s.origin("secret-file") + ": collectors.prober.secret_file: " + path + " is empty");
+  }
+  auto dns_port = positive(s, "dns-port", 65535);
+  out.sources.statics = parse_peers(s.yaml("peers"), s.origin("peers"), t.listen.port, out.peers_limit);
+  out.sources.dns_name = s.string("dns-name");
+  out.sources.dns_port = static_cast<std::uint16_t>(dns_port);
+  out.sources.dns_group = s.string("dns-group");
+  out.dns_refresh = duration(s, "dns-refresh");
+  return out;
+}
+
+}  // namespace
+
+RDMA_REGISTER_COLLECTOR({
+    .name = "prober",
+    .help = "active RDMA WRITE latency probes between exporters, as histograms (docs/prober.md)",
+    .enabled_by_default = false,
+    .settings =
+        {
+            {"listen-address", exporter::OptionType::kString, ":9662", "TCP [host]:port of the responder's handshake."},
+            {"secret-file", exporter::OptionType::kString, "", "File with a shared secret; handshakes are HMAC-SHA256 signed with it."},
+            {"peers", exporter::OptionType::kYaml, "",
+             "YAML list of peers: address (required), name, tcp_port, group, local_device, local_port, gid_index."},
+            {"dns-name", exporter::OptionType::kString, "", "DNS name whose addresses are peers (a headless Service); re-resolved."},
+            {"dns-port", exporter::OptionType::kInt, "9662", "Handshake TCP port of the peers found through dns-name."},
+            {"dns-refresh", exporter::OptionType::kDuration, "30s", "How often peer names are resolved again."},
+            {"dns-group", exporter::OptionType::kString, "", "Group label of the peers found through dns-name."},
+            {"device", exporter::OptionType::kString, "", "Regular expression of local RDMA devices to probe from (default all)."},
+            {"interval", exporter::OptionType::kDuration, "1s", "Probe interval per link."},
+            {"jitter-percent", exporter::OptionType::kInt, "10", "Uniform jitter of the interval, in percent (+-)."},
+            {"timeout", exporter::OptionType::kDuration, "1s", "A probe not completed within this is lost."},
+            {"connect-timeout", exporter::OptionType::kDuration, "5s", "Limit for a handshake and QP setup."},
+            {"backoff-max", exporter::OptionType::kDuration, "30s", "Longest wait between reconnect attempts (doubling from 1s)."},
+            {"payload-size", exporter::OptionType::kInt, "64", "Bytes written by each probe."},
+            {"poll-window", exporter::OptionType::kString, "50us",
+             "After posting a probe, poll the CQ this long (e.g. 100us, 0 = never) before sleeping on the completion "
+             "channel; costs at most this much CPU per probe."},
+            {"buckets", exporter::OptionType::kStringList,
+             "0.000001,0.000002,0.000005,0.00001,0.00002,0.00005,0.0001,0.0002,0.0005,0.001,0.002,0.005,0.01,0.02,0.05,0.1",
+             "RTT histogram bounds in seconds."},
+            {"max-peers", exporter::OptionType::kInt, "64", "Per-peer series up to this many peers; beyond, per group over a sample."},
+            {"sample-size", exporter::OptionType::kInt, "0", "Peers probed at a time beyond max-peers (0 = max-peers)."},
+            {"rotate-interval", exporter::OptionType::kDuration, "1m", "How long a sample is probed before the next one."},
+            {"max-qps", exporter::OptionType::kInt, "1024", "Most queue pairs this prober opens."},
+            {"responder-max-qps", exporter::OptionType::kInt, "1024", "Most queue pairs the responder accepts (then: busy)."},
+            {"peers-limit", exporter::OptionType::kInt, "4096", "Most peers taken from the static list and DNS."},
+            {"node-name", exporter::OptionType::kString, "", "Name sent in handshakes (default: host name)."},
+        },
+    .create = [](const exporter::CollectorSettings& s, const exporter::GlobalContext&) -> std::unique_ptr<exporter::Collector> {
+      return std::make_unique<ProberCollector>(settings_from(s));
+    },
+});
+
+}  // namespace rdma::collectors::prober

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""What the rendered manifests must say (security review and wiring), beyond schema validity.
+
+usage: check_k8s.py BASE.yaml OVERLAY.yaml EXPORTER_BINARY REPO_ROOT
+The ConfigMaps' rdma_exporter.yml are loaded by the real exporter (it must start and answer
+/healthz on loopback), and the dashboards ConfigMaps must hold the files of dashboards/."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import yaml
+
+base_f, overlay_f, exporter, root = sys.argv[1:5]
+errors = []
+
+
+def check(cond, msg):
+    if not cond:
+        errors.append(msg)
+
+
+def load(path):
+    return {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(open(path)) if o}
+
+
+def one(objs, kind):
+    found = [o for (k, _), o in objs.items() if k == kind]
+    check(len(found) == 1, "expected one %s, found %d" % (kind, len(found)))
+    return found[0] if found else {}
+
+
+def exporter_config(objs):
+    cms = [o for (k, n), o in objs.items() if k == "ConfigMap" and n.startswith("rdma-exporter-config")]
+    check(len(cms) == 1, "expected one rdma-exporter-config ConfigMap")
+    return cms[0] if cms else {"metadata": {"name": ""}, "data": {}}
+
+
+def check_common(objs, variant):
+    ds = one(objs, "DaemonSet")
+    pod = ds["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    sc = c.get("securityContext", {})
+    p = variant + ": "
+    check(all(o["metadata"].get("namespace") == "rdma-exporter"
+              for (k, _), o in objs.items() if k != "Namespace"), p + "every object in namespace rdma-exporter")
+    check(pod.get("hostNetwork") is True, p + "hostNetwork")
+    check(pod.get("dnsPolicy") == "ClusterFirstWithHostNet", p + "dnsPolicy ClusterFirstWithHostNet")
+    check(pod.get("priorityClassName") == "system-node-critical", p + "priorityClassName")
+    check({"operator": "Exists"} in pod.get("tolerations", []), p + "tolerate every taint")
+    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    keys = {e["key"] for t in terms for e in t["matchExpressions"]}
+    check("feature.node.kubernetes.io/rdma.capable" in keys, p + "node affinity on NFD rdma.capable")
+    check(sc.get("readOnlyRootFilesystem") is True, p + "readOnlyRootFilesystem")
+    check(sc.get("allowPrivilegeEscalation") is False, p + "allowPrivilegeEscalation false")
+    check(sc.get("privileged") in (None, False), p + "not privileged")
+    check(sc.get("capabilities", {}).get("drop") == ["ALL"], p + "drop ALL capabilities")
+    check(pod.get("automountServiceAccountToken") is False, p + "no service account token")
+    mounts = {m["name"]: m for m in c.get("volumeMounts", [])}
+    vols = {v["name"]: v for v in pod.get("volumes", [])}
+    for name, m in mounts.items():
+        if "hostPath" in vols.get(name, {}):
+            check(m.get("readOnly") is True, p + "hostPath %s must be mounted read-only" % name)
+    check(any(v.get("hostPath", {}).get("path") == "/sys" for v in vols.values()), p + "/sys hostPath")
+    check(not any(v.get("hostPath", {}).get("path", "").startswith("/dev") for v in vols.values()),
+          p + "no /dev hostPath (devices come from the device plugin)")
+    cm = exporter_config(objs)
+    check(vols.get("config", {}).get("configMap", {}).get("name") == cm["metadata"]["name"],
+          p + "DaemonSet mounts the generated config ConfigMap")
+    check("--config.file=/etc/rdma_exporter/rdma_exporter.yml" in c.get("args", []), p + "--config.file")
+    check(mounts.get("config", {}).get("mountPath") == "/etc/rdma_exporter", p + "config mount path")
+    check(c["ports"][0]["containerPort"] == 9661, p + "port 9661")
+    svc = one(objs, "Service")
+    check(svc["spec"].get("clusterIP") == "None", p + "headless Service")
+    check(svc["spec"]["selector"].items() <= ds["spec"]["template"]["metadata"]["labels"].items(),
+          p + "Service selects the DaemonSet's pods")
+    sm = one(objs, "ServiceMonitor")
+    check(sm["spec"]["selector"]["matchLabels"].items() <= svc["metadata"]["labels"].items(),
+          p + "ServiceMonitor selects the Service")
+    check(sm["spec"]["endpoints"][0]["port"] == svc["spec"]["ports"][0]["name"], p + "ServiceMonitor port name")
+    pr = one(objs, "PrometheusRule")
+    rules = yaml.safe_load(open(os.path.join(root, "deploy", "prometheus", "rdma-exporter.rules.yml")))
+    check(pr.get("spec") == rules, p + "PrometheusRule == deploy/prometheus/rdma-exporter.rules.yml")
+    dash = {n: o for (k, n), o in objs.items() if k == "ConfigMap" and n.startswith("rdma-dashboard-")}
+    files = sorted(f for f in os.listdir(os.path.join(root, "dashboards")) if f.endswith(".json"))
+    got = sorted(f for o in dash.values() for f in o["data"])
+    check(got == files, p + "dashboard ConfigMaps %s != dashboards/%s" % (got, files))
+    for n, o in dash.items():
+        check(o["metadata"].get("labels", {}).get("grafana_dashboard") == "1", p + n + " label grafana_dashboard=1")
+        for f, text in o["data"].items():
+            check(json.loads(text) == json.load(open(os.path.join(root, "dashboards", f))), p + n + " content")
+    return ds, pod, c, cm
+
+
+def exporter_loads(config_text, what):
+    """The config starts the real exporter (flags override listen address and sysfs)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = os.path.join(tmp, "rdma_exporter.yml")
+        open(cfg, "w").write(config_text)
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        log = open(os.path.join(tmp, "log"), "w+")
+        proc = subprocess.Popen([exporter, "--config.file=" + cfg, "--web.listen-address=127.0.0.1:%d" % port,
+                                 "--path.sysfs=" + tmp], stdout=log, stderr=subprocess.STDOUT)
+        ok = False
+        try:
+            for _ in range(100):
+                if proc.poll() is not None:
+                    break
+                try:
+                    ok = urllib.request.urlopen("http://127.0.0.1:%d/healthz" % port, timeout=2).status == 200
+                    break
+                except OSError:
+                    time.sleep(0.1)
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait()
+        log.seek(0)
+        check(ok, "%s: the exporter does not start with it:\n%s" % (what, log.read()[-800:]))
+
+
+base, overlay = load(base_f), load(overlay_f)
+ds, pod, c, cm = check_common(base, "base")
+check(pod["securityContext"].get("runAsNonRoot") is True and pod["securityContext"].get("runAsUser") == 65534,
+      "base: runs as nobody (non-root)")
+check("add" not in c["securityContext"]["capabilities"], "base: adds no capability")
+check(not any(k.startswith("rdma/") for k in c.get("resources", {}).get("limits", {})), "base: no RDMA device")
+check("/host/sys" in cm["data"]["rdma_exporter.yml"], "base: config reads /host/sys")
+exporter_loads(cm["data"]["rdma_exporter.yml"], "base ConfigMap")
+
+ds, pod, c, cm = check_common(overlay, "rdma-devices")
+check(c["securityContext"]["capabilities"].get("add") == ["IPC_LOCK"], "rdma-devices: adds IPC_LOCK only")
+check(any(k.startswith("rdma/") for k in c["resources"]["limits"]), "rdma-devices: RDMA device resource")
+exporter_loads(cm["data"]["rdma_exporter.yml"], "rdma-devices ConfigMap")
+exporter_loads(open(os.path.join(root, "deploy", "rdma_exporter.yml")).read(), "deploy/rdma_exporter.yml")
+
+for e in errors:
+    print("FAIL " + e)
+print("manifest checks: %d problems" % len(errors))
+sys.exit(1 if errors else 0)

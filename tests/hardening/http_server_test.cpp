@@ -1,0 +1,191 @@
+// HttpServer limits over real loopback sockets: documented endpoints only, 405/413, request-head
+// limit, concurrent-scrape admission (503 at once), basic auth, request timeout.
+#include <arpa/inet.h>
+#include <crypt.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "exporter/http_server.h"
+
+using namespace rdma::exporter;
+
+namespace {
+
+int connect_to(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  timeval tv{30, 0};  // a hang fails the test instead of blocking ctest forever
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  return fd;
+}
+
+// Sends one raw request (with "Connection: close") and returns the whole response.
+std::string raw(int port, const std::string& request) {
+  int fd = connect_to(port);
+  std::size_t off = 0;
+  while (off < request.size()) {
+    ssize_t n = ::send(fd, request.data() + off, request.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) break;  // the server may close early on an oversized head
+    off += static_cast<std::size_t>(n);
+  }
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+std::string get(int port, const std::string& path, const std::string& extra = "") {
+  return raw(port, "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + extra + "\r\n");
+}
+
+int status(const std::string& response) {
+  if (response.rfind("HTTP/1.1 ", 0) != 0) return 0;
+  return std::stoi(response.substr(9, 3));
+}
+
+HttpOptions local(int max_scrapes = 4) {
+  HttpOptions o;
+  o.listen_address = "127.0.0.1:0";
+  o.threads = 6;
+  o.max_concurrent_scrapes = max_scrapes;
+  o.request_timeout_ms = 2000;
+  return o;
+}
+
+HttpHandlers simple() { return {[] { return std::string("up 1\n"); }, [] { return std::string("<html/>"); }}; }
+
+}  // namespace
+
+TEST_CASE("http: only the documented endpoints answer", "[http]") {
+  HttpServer s(local(), simple());
+  CHECK(status(get(s.port(), "/metrics")) == 200);
+  CHECK(get(s.port(), "/metrics").find("up 1") != std::string::npos);
+  CHECK(status(get(s.port(), "/metrics?x=1")) == 200);
+  CHECK(status(get(s.port(), "/healthz")) == 200);
+  CHECK(status(get(s.port(), "/")) == 200);
+  for (const char* p : {"/metrics/", "/favicon.ico", "/../etc/passwd", "/index.html", "/healthz/x", "/%2e%2e/x"}) {
+    INFO(p);
+    CHECK(status(get(s.port(), p)) == 404);
+  }
+  CHECK(status(raw(s.port(), "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")) == 405);
+  CHECK(status(raw(s.port(), "DELETE / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")) == 405);
+  CHECK(status(raw(s.port(), "HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")) == 200);
+  CHECK(s.stats().not_found.load() == 6);
+  CHECK(s.stats().bad_method.load() == 2);
+}
+
+TEST_CASE("http: request bodies and oversized heads are refused", "[http]") {
+  auto o = local();
+  o.max_request_size = 4096;
+  HttpServer s(o, simple());
+  CHECK(status(raw(s.port(), "GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello")) ==
+        413);
+  CHECK(s.stats().too_large.load() == 1);
+  // A head over max_request_size never reaches a handler: civetweb answers 413/431 or closes.
+  std::string big = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Pad: " + std::string(8192, 'a') + "\r\n\r\n";
+  auto r = raw(s.port(), big);
+  CHECK(status(r) != 200);
+  CHECK(r.find("up 1") == std::string::npos);
+  CHECK(status(get(s.port(), "/healthz")) == 200);  // and the server is still fine
+}
+
+TEST_CASE("http: scrapes over the limit get 503 at once, other endpoints keep answering", "[http]") {
+  std::mutex mu;
+  std::condition_variable cv;
+  int inside = 0;
+  bool release = false;
+  HttpHandlers h{[&] {
+                   std::unique_lock lock(mu);
+                   ++inside;
+                   cv.notify_all();
+                   cv.wait(lock, [&] { return release; });
+                   return std::string("up 1\n");
+                 },
+                 [] { return std::string("<html/>"); }};
+  HttpServer s(local(2), h);
+  auto a = std::async(std::launch::async, [&] { return status(get(s.port(), "/metrics")); });
+  auto b = std::async(std::launch::async, [&] { return status(get(s.port(), "/metrics")); });
+  {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return inside == 2; });
+  }
+  auto third = get(s.port(), "/metrics");  // answered while both slots are held
+  CHECK(status(third) == 503);
+  CHECK(third.find("Retry-After: 1") != std::string::npos);
+  CHECK(status(get(s.port(), "/healthz")) == 200);
+  {
+    std::lock_guard lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  CHECK(a.get() == 200);
+  CHECK(b.get() == 200);
+  CHECK(status(get(s.port(), "/metrics")) == 200);  // slots are given back
+  CHECK(s.stats().too_many_scrapes.load() == 1);
+}
+
+TEST_CASE("http: basic auth on every path", "[http][auth]") {
+  char salt[CRYPT_GENSALT_OUTPUT_SIZE];
+  REQUIRE(crypt_gensalt_rn("$2b$", 4, nullptr, 0, salt, sizeof salt));
+  crypt_data data{};
+  auto o = local();
+  o.web.basic_auth_users = {{"prometheus", crypt_rn("s3cret", salt, &data, sizeof data)}};
+  HttpServer s(o, simple());
+  auto denied = get(s.port(), "/metrics");
+  CHECK(status(denied) == 401);
+  CHECK(denied.find("WWW-Authenticate: Basic realm=\"rdma_exporter\"") != std::string::npos);
+  CHECK(denied.find("up 1") == std::string::npos);
+  CHECK(status(get(s.port(), "/healthz")) == 401);
+  CHECK(status(get(s.port(), "/nope")) == 401);  // no path discovery without credentials
+  CHECK(status(get(s.port(), "/metrics", "Authorization: Basic cHJvbWV0aGV1czp3cm9uZw==\r\n")) == 401);
+  auto ok = get(s.port(), "/metrics", "Authorization: Basic cHJvbWV0aGV1czpzM2NyZXQ=\r\n");
+  CHECK(status(ok) == 200);
+  CHECK(ok.find("up 1") != std::string::npos);
+  CHECK(s.stats().unauthorized.load() == 4);
+}
+
+TEST_CASE("http: a client that stops sending is dropped after the request timeout", "[http]") {
+  auto o = local();
+  o.request_timeout_ms = 300;
+  HttpServer s(o, simple());
+  int fd = connect_to(s.port());
+  std::string partial = "GET /metrics HTTP/1.1\r\nHost: x\r\n";  // never finished
+  REQUIRE(::send(fd, partial.data(), partial.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(partial.size()));
+  char buf[256];
+  ssize_t n = ::recv(fd, buf, sizeof buf, 0);  // the 30 s SO_RCVTIMEO only guards against a hang
+  CHECK(n >= 0);                               // closed (0) or an error reply, not a timeout (-1)
+  if (n > 0) CHECK(std::string(buf, static_cast<std::size_t>(n)).find("200 OK") == std::string::npos);
+  ::close(fd);
+  CHECK(status(get(s.port(), "/healthz")) == 200);
+}
+
+TEST_CASE("http: the server stops promptly with an idle keep-alive connection open", "[http]") {
+  auto s = std::make_unique<HttpServer>(local(), simple());
+  int fd = connect_to(s->port());
+  std::string req = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";  // keep-alive
+  REQUIRE(::send(fd, req.data(), req.size(), MSG_NOSIGNAL) > 0);
+  char buf[512];
+  REQUIRE(::recv(fd, buf, sizeof buf, 0) > 0);
+  auto t0 = std::chrono::steady_clock::now();
+  s.reset();
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  WARN("HttpServer stopped in " << secs << " s");  // reported, not asserted (no wall-clock limits)
+  ::close(fd);
+}

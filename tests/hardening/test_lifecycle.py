@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""hardening: SIGTERM/SIGINT stop the daemon promptly (idle keep-alive connections and a scrape
+loop running), SIGHUP reloads the YAML config and counts the result in
+rdma_exporter_config_reloads_total{result} / rdma_exporter_config_last_reload_successful."""
+import http.client
+import os
+import shutil
+import signal
+import tempfile
+import threading
+import time
+import unittest
+
+from hlib import Daemon, args, empty_sysfs, gen_sysfs, value
+
+A = args()
+EXE = A.exporter
+STOP_TIMES = []
+
+
+class Lifecycle(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = tempfile.mkdtemp(prefix="hard-life-")
+        cls.sys = gen_sysfs(os.path.join(cls.d, "sys"))
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.d, ignore_errors=True)
+        if STOP_TIMES:
+            print("\nstop times (signal -> exit): " + ", ".join(f"{n} {t*1000:.0f} ms" for n, t in STOP_TIMES))
+
+    def stop_under_load(self, sig):
+        with Daemon(EXE, f"--path.sysfs={self.sys}") as d:
+            idle = http.client.HTTPConnection("127.0.0.1", d.port, timeout=30)  # keep-alive, then idle
+            idle.request("GET", "/healthz")
+            self.assertEqual(idle.getresponse().read(), b"ok\n")
+            stop = threading.Event()
+            results = []
+
+            def loop():
+                while not stop.is_set():
+                    try:
+                        c = http.client.HTTPConnection("127.0.0.1", d.port, timeout=30)
+                        c.request("GET", "/metrics")
+                        results.append(c.getresponse().status)
+                        c.close()
+                    except OSError:
+                        results.append("closed")  # the listener is gone: expected at the end
+                        return
+            t = threading.Thread(target=loop)
+            t.start()
+            while len(results) < 20:
+                time.sleep(0.01)
+            rc, secs = d.signal_and_wait(sig)
+            stop.set()
+            t.join()
+            idle.close()
+            STOP_TIMES.append((signal.Signals(sig).name, secs))
+            self.assertEqual(rc, 0, d.log())
+            self.assertIn("shutting down", d.log())
+            self.assertIn("stopped in", d.log())
+            self.assertTrue(all(r in (200, "closed") for r in results), set(map(str, results)))
+
+    def test_sigterm(self):
+        self.stop_under_load(signal.SIGTERM)
+
+    def test_sigint(self):
+        self.stop_under_load(signal.SIGINT)
+
+    def test_sighup_reload_is_counted(self):
+        cfg = os.path.join(self.d, "config.yml")
+        with open(cfg, "w") as f:
+            f.write("device:\n  include: '^mlx5_0$'\n")
+        with Daemon(EXE, f"--config.file={cfg}", f"--path.sysfs={self.sys}") as d:
+            s = d.scrape()
+            self.assertEqual(value(s, "rdma_exporter_config_last_reload_successful"), "1")
+            self.assertEqual(value(s, "rdma_exporter_config_reloads_total", result="success"), "0")
+            self.assertEqual(value(s, "rdma_exporter_config_reloads_total", result="failure"), "0")
+            self.assertEqual(value(s, "rdma_exporter_devices"), "1")
+
+            def hup_until(result, n):
+                d.proc.send_signal(signal.SIGHUP)
+                for _ in range(600):  # the reload runs on the main thread; poll until it is counted
+                    s = d.scrape()
+                    if value(s, "rdma_exporter_config_reloads_total", result=result) == str(n):
+                        return s
+                    time.sleep(0.05)
+                self.fail(f"reload {result} #{n} never counted: {d.log()}")
+
+            with open(cfg, "w") as f:  # good change: two devices
+                f.write("device:\n  include: '^mlx5_[01]$'\n")
+            s = hup_until("success", 1)
+            self.assertEqual(value(s, "rdma_exporter_config_last_reload_successful"), "1")
+            self.assertEqual(value(s, "rdma_exporter_devices"), "2")
+
+            with open(cfg, "w") as f:  # bad: invalid regex -> old config kept
+                f.write("device:\n  include: '^mlx5_[01'\n")
+            s = hup_until("failure", 1)
+            self.assertEqual(value(s, "rdma_exporter_config_last_reload_successful"), "0")
+            self.assertEqual(value(s, "rdma_exporter_config_reloads_total", result="success"), "1")
+            self.assertEqual(value(s, "rdma_exporter_devices"), "2")
+            self.assertIn("configuration reload failed", d.log())
+
+            with open(cfg, "w") as f:  # bad YAML
+                f.write("device: [\n")
+            s = hup_until("failure", 2)
+            self.assertEqual(value(s, "rdma_exporter_devices"), "2")
+
+            with open(cfg, "w") as f:  # fixed again
+                f.write("device:\n  include: '^mlx5_0$'\n")
+            s = hup_until("success", 2)
+            self.assertEqual(value(s, "rdma_exporter_config_last_reload_successful"), "1")
+            self.assertEqual(value(s, "rdma_exporter_devices"), "1")
+            rc, _ = d.signal_and_wait(signal.SIGTERM)
+            self.assertEqual(rc, 0)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

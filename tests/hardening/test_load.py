@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""hardening/load (bounded by count, not time): 10,000 scrapes of a generated sysfs tree over 8
+keep-alive connections at once; no errors; RSS after the first 1,000 (warm) and at the end is
+reported, and its growth must stay small (a leak of even 1 KiB per scrape would show ~9 MiB).
+Latency percentiles are reported, never asserted. The 100-connection, 60 s run is bench/load/."""
+import http.client
+import os
+import shutil
+import tempfile
+import threading
+import time
+import unittest
+
+from hlib import Daemon, args, gen_sysfs, value, parse_text
+
+A = args()
+EXE = A.exporter
+TOTAL = int(os.environ.get("RDMA_LOAD_SCRAPES", "10000"))
+CONNS = 8
+WARM = 1000
+
+
+class Load(unittest.TestCase):
+    def test_10000_scrapes_no_errors_flat_rss(self):
+        d0 = tempfile.mkdtemp(prefix="hard-load-")
+        try:
+            sysfs = gen_sysfs(os.path.join(d0, "sys"))
+            # One HCA (a typical node): the count, not the tree size, is what this test is about.
+            with Daemon(EXE, f"--path.sysfs={sysfs}", "--device.include=^mlx5_0$", "--web.max-requests=16",
+                        f"--web.max-concurrent-scrapes={CONNS}") as d:
+                lock = threading.Lock()
+                done = [0]
+                errors = []
+                lat = []
+                rss = {}
+
+                def worker():
+                    c = http.client.HTTPConnection("127.0.0.1", d.port, timeout=60)
+                    while True:
+                        with lock:
+                            if done[0] >= TOTAL:
+                                return
+                            done[0] += 1
+                            n = done[0]
+                        t0 = time.perf_counter()
+                        try:
+                            c.request("GET", "/metrics", headers={"Accept-Encoding": "gzip"})
+                            r = c.getresponse()
+                            body = r.read()
+                            if r.status != 200 or not body:
+                                errors.append(r.status)
+                        except (OSError, http.client.HTTPException) as e:
+                            errors.append(repr(e))
+                            c.close()
+                            c = http.client.HTTPConnection("127.0.0.1", d.port, timeout=60)
+                        dt = time.perf_counter() - t0
+                        with lock:
+                            lat.append(dt)
+                            if n == WARM:
+                                rss["warm"] = d.rss_kib()
+                threads = [threading.Thread(target=worker) for _ in range(CONNS)]
+                t0 = time.perf_counter()
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                wall = time.perf_counter() - t0
+                rss["end"] = d.rss_kib()
+                s = d.scrape()
+                lat.sort()
+                p = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] * 1000  # noqa: E731
+                print(f"\nload: {TOTAL} scrapes, {CONNS} connections, {wall:.1f} s ({TOTAL / wall:.0f}/s); "
+                      f"latency p50 {p(0.5):.2f} ms p99 {p(0.99):.2f} ms max {lat[-1]*1000:.1f} ms; "
+                      f"RSS after {WARM}: {rss['warm']} KiB, after {TOTAL}: {rss['end']} KiB "
+                      f"(+{rss['end'] - rss['warm']} KiB); errors {len(errors)}")
+                self.assertEqual(errors, [])
+                self.assertEqual(len(lat), TOTAL)
+                self.assertGreaterEqual(int(value(s, "rdma_exporter_scrapes_total")), TOTAL)
+                self.assertEqual(value(s, "rdma_exporter_http_requests_rejected_total", reason="too_many_scrapes"), "0")
+                self.assertLess(rss["end"] - rss["warm"], 8 * 1024, "RSS grew over the run")
+        finally:
+            shutil.rmtree(d0, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

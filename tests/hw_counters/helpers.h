@@ -1,0 +1,144 @@
+// Helpers for the hw_counters tests: fake sysfs trees with exact values in a temp dir, a
+// hand-built host model, and sample lookup in a MetricSink.
+#pragma once
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "collectors/hw_counters/hw_counters_collector.h"
+#include "exporter/error_reporter.h"
+#include "exporter/metrics.h"
+#include "sources/model/host_model.h"
+
+namespace hwtest {
+
+namespace fs = std::filesystem;
+using rdma::exporter::Labels;
+using rdma::exporter::MetricSink;
+using rdma::exporter::MetricType;
+
+class TempTree {
+ public:
+  TempTree() {
+    std::string tmpl = (fs::temp_directory_path() / "hw_counters_test.XXXXXX").string();
+    root_ = mkdtemp(tmpl.data());
+  }
+  ~TempTree() {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  const std::string& root() const { return root_; }
+  std::string dev_path(const std::string& dev) const { return root_ + "/class/infiniband/" + dev; }
+  std::string port_path(const std::string& dev, int port) const {
+    return dev_path(dev) + "/ports/" + std::to_string(port);
+  }
+  void write(const std::string& path, const std::string& content) const {
+    fs::create_directories(fs::path(path).parent_path());
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
+  }
+  // ports/<n>/hw_counters/<name> = "<value>\n"
+  void port_counter(const std::string& dev, int port, const std::string& name, std::uint64_t v) const {
+    write(port_path(dev, port) + "/hw_counters/" + name, std::to_string(v) + "\n");
+  }
+  void device_counter(const std::string& dev, const std::string& name, std::uint64_t v) const {
+    write(dev_path(dev) + "/hw_counters/" + name, std::to_string(v) + "\n");
+  }
+  void port_dir(const std::string& dev, int port) const { fs::create_directories(port_path(dev, port)); }
+
+ private:
+  std::string root_;
+};
+
+// A host model of `devices` (name -> driver, ports 1..n) under the tree.
+struct DevSpec {
+  std::string name;
+  std::string driver;
+  int ports = 1;
+};
+inline rdma::model::HostModel model_of(const TempTree& t, const std::vector<DevSpec>& devs) {
+  rdma::model::HostModel h;
+  h.sysfs_root = t.root();
+  for (const auto& d : devs) {
+    rdma::model::DeviceModel dm;
+    dm.name = d.name;
+    dm.path = t.dev_path(d.name);
+    dm.driver = d.driver;
+    for (int p = 1; p <= d.ports; ++p) {
+      rdma::model::PortModel pm;
+      pm.number = static_cast<std::uint32_t>(p);
+      pm.number_label = std::to_string(p);
+      pm.path = t.port_path(d.name, p);
+      dm.ports.push_back(pm);
+    }
+    h.devices.push_back(std::move(dm));
+  }
+  return h;
+}
+
+struct Scrape {
+  MetricSink sink;
+  std::map<std::string, std::uint64_t> errors;
+};
+inline Scrape collect(rdma::collectors::hw_counters::HwCountersCollector& c, const rdma::model::HostModel& h) {
+  Scrape s;
+  rdma::exporter::ErrorReporter errors("hw_counters");
+  rdma::exporter::ScrapeContext ctx{h, errors};
+  c.collect(ctx, s.sink);
+  s.errors = errors.counts();
+  return s;
+}
+
+inline const rdma::exporter::MetricFamily* family(const MetricSink& s, const std::string& name) {
+  for (const auto& f : s.families())
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+// The sample of `name` with exactly `labels` (order-insensitive); nullopt when absent.
+using Value = std::variant<std::uint64_t, double>;
+inline std::optional<Value> sample(const MetricSink& s, const std::string& name, Labels labels) {
+  const auto* f = family(s, name);
+  if (!f) return std::nullopt;
+  std::sort(labels.begin(), labels.end());
+  for (const auto& smp : f->samples) {
+    Labels l = smp.labels;
+    std::sort(l.begin(), l.end());
+    if (l != labels) continue;
+    if (auto u = std::get_if<std::uint64_t>(&smp.value)) return Value{*u};
+    if (auto d = std::get_if<double>(&smp.value)) return Value{*d};
+  }
+  return std::nullopt;
+}
+inline std::optional<std::uint64_t> u64(const MetricSink& s, const std::string& name, Labels labels) {
+  auto v = sample(s, name, std::move(labels));
+  if (!v) return std::nullopt;
+  if (auto u = std::get_if<std::uint64_t>(&*v)) return *u;
+  return std::nullopt;
+}
+inline std::optional<double> dbl(const MetricSink& s, const std::string& name, Labels labels) {
+  auto v = sample(s, name, std::move(labels));
+  if (!v) return std::nullopt;
+  if (auto d = std::get_if<double>(&*v)) return *d;
+  return std::nullopt;
+}
+inline std::size_t count(const MetricSink& s, const std::string& name) {
+  const auto* f = family(s, name);
+  return f ? f->samples.size() : 0;
+}
+
+inline rdma::collectors::hw_counters::Settings sysfs_only() {
+  rdma::collectors::hw_counters::Settings st;
+  st.netlink = rdma::collectors::hw_counters::NetlinkMode::kOff;
+  return st;
+}
+
+}  // namespace hwtest

@@ -1,0 +1,273 @@
+"""ibsim test bed for the pma collector (see ../../../shared/labs/ibsim/NOTES.md for the recipe).
+
+Sim: installs the Debian packages if missing, writes a net file, starts ibsim with its console on a
+pipe, runs `opensm --once` under the umad2sim shim, and offers console commands (`sim.cmd`),
+shim-wrapped tools (`sim.run`, e.g. perfquery) and an exporter process (`Exporter`). Everything
+started is stopped by PID in close(); every wait has a deadline, so a test never hangs.
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.request
+
+PACKAGES = ["ibsim-utils", "libumad2sim0", "opensm", "infiniband-diags"]
+
+
+class SkipTest(Exception):
+    pass
+
+
+def ensure_packages():
+    missing = [p for p in PACKAGES
+               if subprocess.run(["dpkg-query", "-W", "-f=${Status}", p], capture_output=True, text=True)
+               .stdout.find("ok installed") < 0]
+    if not missing:
+        return
+    if os.geteuid() != 0:
+        raise SkipTest("missing packages %s and not root" % missing)
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    subprocess.run(["apt-get", "update", "-qq"], env=env, timeout=300, check=False)
+    r = subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends"] + missing, env=env,
+                       timeout=600, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SkipTest("apt-get install %s failed: %s" % (missing, r.stderr[-500:]))
+
+
+def shim_path():
+    out = subprocess.run(["dpkg", "-L", "libumad2sim0"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if line.endswith("/libumad2sim.so"):
+            return line
+    raise SkipTest("libumad2sim.so not found")
+
+
+# Small default fabric: one 8-port switch, Hca1 (where clients attach), Hca2, dual-port Hca3.
+DEFAULT_NET = """Switch\t8 "Switch1"
+[1]\t"Hca1"[1]
+[2]\t"Hca2"[1]
+[3]\t"Hca3"[1]
+[4]\t"Hca3"[2]
+
+Hca\t1 "Hca1"
+[1]\t"Switch1"[1]
+
+Hca\t1 "Hca2"
+[1]\t"Switch1"[2]
+
+Hca\t2 "Hca3"
+[1]\t"Switch1"[3]
+[2]\t"Switch1"[4]
+"""
+
+
+class Sim:
+    def __init__(self, net=DEFAULT_NET, host="Hca1"):
+        ensure_packages()
+        self.dir = tempfile.mkdtemp(prefix="pma-ibsim-")
+        self.procs = []
+        self.env = dict(os.environ, IBSIM_SOCKNAME="pma-ibsim-%d-%d" % (os.getpid(), id(self) % 100000),
+                        SIM_HOST=host, OSM_CACHE_DIR=self.dir, OSM_TMP_DIR=self.dir)
+        self.shim = shim_path()
+        with open(os.path.join(self.dir, "net"), "w") as f:
+            f.write(net)
+        self.buf = ""
+        self.buf_cv = threading.Condition()
+        self.log = open(os.path.join(self.dir, "ibsim.log"), "w")
+        self.ibsim = subprocess.Popen(["ibsim", "-s", "net"], cwd=self.dir, env=self.env, stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+        threading.Thread(target=self._reader, daemon=True).start()
+        self.seq = 0
+        self.mark_pos = 0
+        self.cmd("# ready")  # the banner comes before the sockets are bound; an echo comes after
+        self.shim_env = dict(self.env, LD_PRELOAD=self.shim)
+        r = self.run(["opensm", "--once", "-f", os.path.join(self.dir, "osm.log")], timeout=60)
+        if r.returncode != 0:
+            raise RuntimeError("opensm --once failed: %s" % r.stdout[-500:])
+        deadline = time.monotonic() + 20
+        while self.run(["perfquery"], timeout=10).returncode != 0:
+            if time.monotonic() > deadline:
+                raise RuntimeError("fabric never answered perfquery")
+            time.sleep(0.05)
+
+    def _reader(self):
+        # ibsim echoes a "# comment" without a newline: read raw chunks, not lines.
+        fd = self.ibsim.stdout.fileno()
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return
+            text = chunk.decode(errors="replace")
+            self.log.write(text)
+            self.log.flush()
+            with self.buf_cv:
+                self.buf += text
+                self.buf_cv.notify_all()
+
+    def cmd(self, *commands, timeout=20):
+        """Sends console commands; returns the lines ibsim printed for them."""
+        self.seq += 1
+        mark = "# mark-%d" % self.seq
+        for c in commands:
+            self.ibsim.stdin.write(c + "\n")
+        self.ibsim.stdin.write(mark + "\n")
+        self.ibsim.stdin.flush()
+        deadline = time.monotonic() + timeout
+        with self.buf_cv:
+            start = self.mark_pos
+            while mark not in self.buf[start:]:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise RuntimeError("ibsim console did not echo %r" % mark)
+                self.buf_cv.wait(left)
+            end = self.buf.index(mark, start)
+            out = self.buf[start:end]
+            self.mark_pos = end + len(mark)
+        return [l.replace("sim> ", "").strip() for l in out.splitlines()
+                if l.replace("sim> ", "").strip() and "parse_port_connection_data" not in l]
+
+    def set(self, node, port, attr_field, value):
+        out = self.cmd('PerformanceSet "%s"[%d] %s=%d' % (node, port, attr_field, value))
+        if not any("has been set" in l for l in out):
+            raise RuntimeError("PerformanceSet failed: %s" % out)
+
+    def run(self, argv, timeout=30):
+        return subprocess.run(argv, cwd=self.dir, env=self.shim_env, capture_output=True, text=True, timeout=timeout)
+
+    def perfquery(self, *args):
+        r = self.run(["perfquery"] + [str(a) for a in args])
+        if r.returncode != 0:
+            raise RuntimeError("perfquery %s failed: %s" % (args, r.stderr))
+        return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+):\.*(\d+)$", r.stdout, re.M)}
+
+    def lids(self):
+        """nodeid -> {port: lid} for CAs, nodeid -> lid for switches, from ibnetdiscover."""
+        out = self.run(["ibnetdiscover"]).stdout
+        res = {}
+        for m in re.finditer(r'^Switch\s+\d+\s+"[^"]+"\s+# "([^"]+)".* lid (\d+)', out, re.M):
+            res[m.group(1)] = int(m.group(2))
+        cur = None
+        for line in out.splitlines():
+            m = re.match(r'^Ca\s+\d+\s+"[^"]+"\s+# "([^"]+)"', line)
+            if m:
+                cur = m.group(1)
+                res[cur] = {}
+                continue
+            if line.startswith("Switch"):
+                cur = None
+            m = re.match(r'^\[(\d+)\]\(\w+\)\s.*# lid (\d+)', line)
+            if cur and m:
+                res[cur][int(m.group(1))] = int(m.group(2))
+        return res
+
+    def track(self, proc):
+        self.procs.append(proc)
+        return proc
+
+    def close(self):
+        for p in self.procs:
+            stop_process(p)
+        if self.ibsim.poll() is None:
+            try:
+                os.kill(self.ibsim.pid, signal.SIGCONT)
+                self.ibsim.stdin.write("Quit\n")
+                self.ibsim.stdin.flush()
+            except (OSError, ValueError):
+                pass
+            stop_process(self.ibsim, grace=3)
+        self.log.close()
+        if os.environ.get("PMA_KEEP_TMP"):
+            print("kept", self.dir)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def stop_process(p, grace=10):
+    if p.poll() is None:
+        try:
+            p.send_signal(signal.SIGTERM)
+            p.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=10)
+    return p.returncode
+
+
+class Exporter:
+    def __init__(self, sim, binary, *args):
+        self.sim = sim
+        self.sysfs = tempfile.mkdtemp(dir=sim.dir, prefix="sysfs-")
+        self.errlog = open(os.path.join(sim.dir, "exporter-%d.log" % len(sim.procs)), "w+")
+        argv = [binary, "--web.listen-address=127.0.0.1:0", "--path.sysfs=" + self.sysfs,
+                "--collector.disable-defaults", "--collector.pma", "--log.level=debug"] + list(args)
+        self.proc = sim.track(subprocess.Popen(argv, cwd=sim.dir, env=sim.shim_env, stdout=self.errlog,
+                                               stderr=subprocess.STDOUT, text=True))
+        self.port = None
+        deadline = time.monotonic() + 20
+        while self.port is None:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("exporter did not start: %s" % self.log())
+            m = re.search(r"\(port (\d+)", self.log())
+            if m:
+                self.port = int(m.group(1))
+            else:
+                time.sleep(0.05)
+
+    def log(self):
+        self.errlog.flush()
+        with open(self.errlog.name) as f:
+            return f.read()
+
+    def text(self, timeout=30):
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.port, timeout=timeout) as r:
+            return r.read().decode()
+
+    def metrics(self, timeout=30):
+        return parse_metrics(self.text(timeout))
+
+    def stop(self):
+        return stop_process(self.proc)
+
+
+def parse_labels(s):
+    return tuple(sorted(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', s or "")))
+
+
+def parse_metrics(text):
+    """{(name, ((label, value), ...)): value as int when integral text, else float}."""
+    res = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r"^([a-zA-Z_:][\w:]*)(?:\{(.*)\})?\s+(\S+)$", line)
+        if not m:
+            continue
+        v = m.group(3)
+        res[(m.group(1), parse_labels(m.group(2)))] = int(v) if re.fullmatch(r"-?\d+", v) else float(v)
+    return res
+
+
+def get(metrics, name, **labels):
+    """The one sample of `name` whose labels include `labels`; KeyError when none or several."""
+    hits = [v for (n, l), v in metrics.items() if n == name and all(dict(l).get(k) == str(x) for k, x in labels.items())]
+    if len(hits) != 1:
+        raise KeyError("%s%s: %d samples" % (name, labels, len(hits)))
+    return hits[0]
+
+
+def wait_for(pred, timeout=30, step=0.1, what="condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            v = pred()
+            if v:
+                return v
+        except (KeyError, OSError):
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for " + what)
+        time.sleep(step)

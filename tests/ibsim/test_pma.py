@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""pma collector against the ibsim simulator: exporter values == PerformanceSet values == perfquery.
+
+usage: test_pma.py <rdma_exporter> local|fabric|faults
+Exit 0 = pass, 77 = skipped (no simulator packages and no root to install them), else fail.
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ibsim_harness import Exporter, Sim, SkipTest, get, parse_metrics, wait_for  # noqa: E402
+
+FAILS = []
+
+
+def check(cond, what):
+    print(("ok   - " if cond else "FAIL - ") + what, flush=True)
+    if not cond:
+        FAILS.append(what)
+
+
+def eq(a, b, what):
+    check(a == b, "%s: %r == %r" % (what, a, b))
+
+
+def promtool_clean(text, what):
+    if not shutil.which("promtool"):
+        print("# promtool not installed: lint skipped")
+        return
+    r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0, "promtool check metrics clean (%s) %s" % (what, (r.stdout + r.stderr)[-800:]))
+
+
+# perfquery field -> metric suffix (error counters: exact everywhere)
+PC_ERRORS = {
+    "SymbolErrorCounter": "symbol_errors", "LinkErrorRecoveryCounter": "link_error_recovery",
+    "LinkDownedCounter": "link_downed", "PortRcvErrors": "receive_errors",
+    "PortRcvRemotePhysicalErrors": "receive_remote_physical_errors",
+    "PortRcvSwitchRelayErrors": "receive_switch_relay_errors", "PortXmitDiscards": "transmit_discards",
+    "PortXmitConstraintErrors": "transmit_constraint_errors", "PortRcvConstraintErrors": "receive_constraint_errors",
+    "LocalLinkIntegrityErrors": "local_link_integrity_errors",
+    "ExcessiveBufferOverrunErrors": "excessive_buffer_overrun_errors", "VL15Dropped": "vl15_dropped",
+    "PortXmitWait": "transmit_wait",
+}
+RCVERR = {"PortLocalPhysicalErrors": "receive_local_physical_errors",
+          "PortMalformedPktErrors": "receive_malformed_packet_errors",
+          "PortBufferOverrunErrors": "receive_buffer_overrun_errors",
+          "PortDLIDMappingErrors": "receive_dlid_mapping_errors", "PortVLMappingErrors": "receive_vl_mapping_errors",
+          "PortLoopingErrors": "receive_looping_errors"}
+XMTDISC = {"PortInactiveDiscards": "transmit_inactive_discards",
+           "PortNeighborMTUDiscards": "transmit_neighbor_mtu_discards",
+           "PortSwLifetimeLimitDiscards": "transmit_sw_lifetime_limit_discards",
+           "PortSwHOQLifetimeLimitDiscards": "transmit_sw_hoq_lifetime_limit_discards"}
+
+
+def compare_errors(m, prefix, labels, pq, rcverr, xmtdisc, where):
+    for field, suffix in PC_ERRORS.items():
+        eq(get(m, prefix + suffix + "_total", **labels), pq[field], "%s %s == perfquery %s" % (where, suffix, field))
+    for table, src in ((RCVERR, rcverr), (XMTDISC, xmtdisc)):
+        for field, suffix in table.items():
+            eq(get(m, prefix + suffix + "_total", **labels), src[field], "%s %s == perfquery %s" % (where, suffix, field))
+
+
+def case_local(sim, exe):
+    values = [("PortCounters.SymbolErrorCounter", 42), ("PortCounters.LinkDownedCounter", 3),
+              ("PortCounters.PortRcvErrors", 7), ("PortCounters.PortXmitDiscards", 99999),
+              ("PortCounters.LinkErrorRecoveryCounter", 255), ("PortCounters.VL15Dropped", 9),
+              ("PortCounters.PortXmitWait", 5000000000),
+              ("PortCountersExtended.PortXmitData", 1000000000000), ("PortCountersExtended.PortRcvPkts", 2 ** 40 + 3),
+              ("PortRcvErrorDetails.PortLocalPhysicalErrors", 11), ("PortRcvErrorDetails.PortLoopingErrors", 12),
+              ("PortXmitDiscardDetails.PortInactiveDiscards", 13),
+              ("PortXmitDiscardDetails.PortSwHOQLifetimeLimitDiscards", 14),
+              ("PortVLXmitWaitCounters.PortVLXmitWaitCounters3", 8)]
+    for f, v in values:
+        sim.set("Hca1", 1, f, v)
+    e = Exporter(sim, exe)
+    text = e.text()
+    m = parse_metrics(text)
+    L = {"device": "ibsim0", "port": "1"}
+    P = "rdma_pma_port_"
+    eq(get(m, "rdma_pma_local_ports"), 1, "one local port found through libibumad (umad2sim's ibsim0)")
+    eq(get(m, P + "info", lid="1", port_guid="0x0000000000100001", capability_mask="0x1200", **L), 1, "port info")
+    eq(get(m, P + "symbol_errors_total", **L), 42, "SymbolErrorCounter = set value")
+    eq(get(m, P + "link_downed_total", **L), 3, "LinkDownedCounter = set value")
+    eq(get(m, P + "receive_errors_total", **L), 7, "PortRcvErrors = set value")
+    eq(get(m, P + "transmit_discards_total", **L), 65535, "16-bit PortXmitDiscards clamps at 65535")
+    eq(get(m, P + "saturated", counter="transmit_discards", **L), 1, "16-bit saturation flagged")
+    eq(get(m, P + "link_error_recovery_total", **L), 255, "8-bit LinkErrorRecovery at 255")
+    eq(get(m, P + "saturated", counter="link_error_recovery", **L), 1, "8-bit saturation flagged")
+    eq(get(m, P + "transmit_wait_total", **L), 4294967295, "32-bit PortXmitWait saturates at 2^32-1")
+    eq(get(m, P + "saturated", counter="transmit_wait", **L), 1, "32-bit saturation flagged")
+    eq(get(m, P + "saturated", counter="symbol_errors", **L), 0, "unsaturated counter not flagged")
+    eq(get(m, P + "transmit_bytes_total", **L), 4000000000000, "64-bit PortXmitData x 4, exact")
+    eq(get(m, P + "receive_packets_total", **L), 2 ** 40 + 3, "64-bit PortRcvPkts exact")
+    eq(get(m, P + "receive_local_physical_errors_total", **L), 11, "PortRcvErrorDetails")
+    eq(get(m, P + "receive_looping_errors_total", **L), 12, "PortRcvErrorDetails looping")
+    eq(get(m, P + "transmit_inactive_discards_total", **L), 13, "PortXmitDiscardDetails")
+    eq(get(m, P + "transmit_sw_hoq_lifetime_limit_discards_total", **L), 14, "PortXmitDiscardDetails HOQ")
+    eq(get(m, P + "transmit_wait_vl_total", vl="3", **L), 8, "per-VL xmit wait VL3")
+    # perfquery on the same (local, hence stable) port
+    pq, pqx = sim.perfquery(), sim.perfquery("-x")
+    rcverr, xmtdisc = sim.perfquery("--rcverr"), sim.perfquery("--xmtdisc")
+    compare_errors(m, P, L, pq, rcverr, xmtdisc, "local")
+    for field, suffix, scale in (("PortXmitData", "transmit_bytes", 4), ("PortRcvData", "receive_bytes", 4),
+                                 ("PortXmitPkts", "transmit_packets", 1), ("PortRcvPkts", "receive_packets", 1),
+                                 ("PortUnicastXmitPkts", "unicast_transmit_packets", 1),
+                                 ("PortMulticastXmitPkts", "multicast_transmit_packets", 1)):
+        eq(get(m, P + suffix + "_total", **L), pqx[field] * scale, "local %s == perfquery -x %s" % (suffix, field))
+    vl = sim.perfquery("--vlxmitcounters")
+    eq(get(m, P + "transmit_wait_vl_total", vl="3", **L), vl.get("PortVLXmitWait3"), "VL3 == perfquery --vlxmitcounters")
+    check('collector_errors_total{collector="pma"' not in text, "no pma collector errors")
+    promtool_clean(text, "local")
+    # never resets: a second scrape still sees the values
+    m2 = e.metrics()
+    eq(get(m2, P + "symbol_errors_total", **L), 42, "counters not reset by scraping")
+    eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
+
+
+def switch_labels(port, remote, rport):
+    return {"node_guid": "0x0000000000200000", "node_name": "Switch1", "node_type": "switch", "port": str(port),
+            "remote_name": remote, "remote_port": str(rport)}
+
+
+def wait_refreshes(e, n, timeout=60):
+    start = get(e.metrics(), "rdma_pma_fabric_refreshes_total")
+    return wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_refreshes_total") >= start + n, timeout,
+                    what="%d fabric refreshes" % n)
+
+
+def case_fabric(sim, exe):
+    lids = sim.lids()
+    sw = lids["Switch1"]
+    ports = {1: ("Hca1", 1), 2: ("Hca2", 1), 3: ("Hca3", 1), 4: ("Hca3", 2)}
+    for p in ports:
+        sim.set("Switch1", p, "PortCounters.SymbolErrorCounter", 100 + p)
+        sim.set("Switch1", p, "PortCounters.LinkDownedCounter", p)
+        sim.set("Switch1", p, "PortCounters.PortXmitDiscards", 200 + p)
+        sim.set("Switch1", p, "PortRcvErrorDetails.PortLoopingErrors", 300 + p)
+        sim.set("Switch1", p, "PortXmitDiscardDetails.PortNeighborMTUDiscards", 400 + p)
+        sim.set("Switch1", p, "PortCountersExtended.PortXmitData", 10 ** 12 + p)
+    sim.set("Switch1", 1, "PortCounters.PortXmitWait", 2 ** 32 + 5)
+    sim.set("Hca2", 1, "PortCounters.SymbolErrorCounter", 77)
+    sim.set("Hca2", 1, "PortCounters.PortRcvSwitchRelayErrors", 5)
+    sim.set("Hca3", 2, "PortCounters.LinkDownedCounter", 6)
+    mapfile = os.path.join(sim.dir, "node-name-map")
+    with open(mapfile, "w") as f:
+        f.write('# test map\n0x0000000000100002 "compute-02"\n')
+    e = Exporter(sim, exe, "--collector.pma.fabric", "--collector.pma.fabric-period=200ms",
+                 "--collector.pma.node-name-map=" + mapfile)
+    wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_refreshes_total") >= 2, 60, what="first refreshes")
+    text = e.text()
+    m = parse_metrics(text)
+    F = "rdma_pma_fabric_port_"
+    eq(get(m, "rdma_pma_fabric_nodes", type="switch"), 1, "one switch discovered")
+    eq(get(m, "rdma_pma_fabric_nodes", type="ca"), 3, "three CAs discovered")
+    eq(get(m, "rdma_pma_fabric_ports"), 8, "8 cabled ports (4 switch + 4 CA)")
+    eq(get(m, "rdma_pma_fabric_ports_answered"), 8, "all 8 answered")
+    for p, (remote, rport) in ports.items():
+        rname = "compute-02" if remote == "Hca2" else remote
+        L = switch_labels(p, rname, rport)
+        pq = sim.perfquery(sw, p)
+        compare_errors(m, F, L, pq, sim.perfquery("--rcverr", sw, p), sim.perfquery("--xmtdisc", sw, p),
+                       "Switch1 port %d" % p)
+        eq(get(m, F + "symbol_errors_total", **L), 100 + p, "Switch1 port %d SymbolErrorCounter = set" % p)
+        eq(get(m, F + "receive_looping_errors_total", **L), 300 + p, "Switch1 port %d looping = set" % p)
+        xd = get(m, F + "transmit_bytes_total", **L)
+        after = sim.perfquery("-x", sw, p)["PortXmitData"] * 4
+        check(4 * (10 ** 12 + p) <= xd <= after,
+              "Switch1 port %d transmit bytes: set*4 %d <= exporter %d <= perfquery-after*4 %d" % (p, 4 * (10 ** 12 + p), xd, after))
+    eq(get(m, F + "transmit_wait_total", **switch_labels(1, "Hca1", 1)), 4294967295, "switch PortXmitWait saturates")
+    eq(get(m, F + "saturated", counter="transmit_wait", **switch_labels(1, "Hca1", 1)), 1, "switch saturation flag")
+    # remote HCA (through its own LID), named by the node-name-map
+    H2 = {"node_name": "compute-02", "node_type": "ca", "port": "1", "remote_name": "Switch1", "remote_port": "2",
+          "node_guid": "0x0000000000100002"}
+    pq = sim.perfquery(lids["Hca2"][1], 1)
+    compare_errors(m, F, H2, pq, sim.perfquery("--rcverr", lids["Hca2"][1], 1),
+                   sim.perfquery("--xmtdisc", lids["Hca2"][1], 1), "remote Hca2")
+    eq(get(m, F + "symbol_errors_total", **H2), 77, "remote Hca2 SymbolErrorCounter = set")
+    eq(get(m, F + "receive_switch_relay_errors_total", **H2), 5, "remote Hca2 relay errors = set")
+    H32 = {"node_name": "Hca3", "port": "2", "remote_port": "4"}
+    eq(get(m, F + "link_downed_total", **H32), 6, "Hca3 port 2 (second CA port, own LID) LinkDowned = set")
+    eq(get(m, F + "link_downed_total", **H32), sim.perfquery(lids["Hca3"][2], 2)["LinkDownedCounter"], "== perfquery")
+    check(not any(n == "rdma_pma_fabric_mad_errors_total" for n, _ in m), "no MAD errors on a healthy fabric")
+    check(get(m, "rdma_pma_fabric_mads_total") > 0, "MADs counted")
+    check(get(m, "rdma_pma_fabric_snapshot_age_seconds") < 60, "snapshot age reported")
+    promtool_clean(text, "fabric")
+    # the snapshot moves on: a counter set now shows up after the next refreshes
+    sim.set("Switch1", 3, "PortCounters.SymbolErrorCounter", 999)
+    wait_refreshes(e, 2)
+    eq(get(e.metrics(), F + "symbol_errors_total", **switch_labels(3, "Hca3", 1)), 999, "refresh picks up new value")
+    eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
+
+
+def case_faults(sim, exe):
+    e = Exporter(sim, exe, "--collector.pma.fabric", "--collector.pma.fabric-period=200ms",
+                 "--collector.pma.timeout=200ms", "--collector.pma.retries=1")
+    wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_ports_answered") == 8, 60, what="healthy fabric")
+    # 1. MAD drops at Hca2
+    sim.cmd('Error "Hca2"[1] 100')
+    m = wait_for(lambda: (lambda m: get(m, "rdma_pma_fabric_mad_errors_total", node_name="Hca2", reason="timeout") >= 1
+                          and m)(e.metrics()), 60, what="Hca2 timeouts counted")
+    check(get(m, "rdma_pma_fabric_mad_timeouts_total", node_name="Hca2") >= 2,
+          "every attempt to Hca2 counted as a timeout (retries=1)")
+    check(get(m, "rdma_pma_fabric_port_symbol_errors_total", node_name="Switch1", port="1") >= 0,
+          "the rest of the fabric still exported during the drops")
+    sim.cmd('Error "Hca2"[1] 0')
+    # 2. pulled cable
+    sim.cmd('Unlink "Hca3"[2]')
+    wait_for(lambda: sum(v for (n, l), v in e.metrics().items()
+                         if n == "rdma_pma_fabric_mad_errors_total" and dict(l).get("node_name") == "Hca3") >= 1
+             or get(e.metrics(), "rdma_pma_fabric_ports") == 6, 60, what="Hca3 port 2 errors or rediscovery")
+    wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_ports") < 8, 60,
+             what="rediscovery drops the unplugged link")
+    # 3. stalled simulator: timeouts, /metrics keeps answering from the snapshot
+    local_before = sum(v for (n, l), v in e.metrics().items() if n == "rdma_exporter_collector_errors_total"
+                       and dict(l).get("collector") == "pma")
+    os.kill(sim.ibsim.pid, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        answered = 0
+        for _ in range(3):
+            m = e.metrics(timeout=30)
+            answered += 1
+        check(answered == 3, "/metrics answered 3 scrapes while ibsim was stopped (%.1f s)" % (time.monotonic() - t0))
+        check(any(n == "rdma_pma_fabric_refreshes_total" for n, _ in m), "fabric snapshot still served")
+        local_after = sum(v for (n, l), v in m.items() if n == "rdma_exporter_collector_errors_total"
+                          and dict(l).get("collector") == "pma")
+        check(local_after > local_before, "local-mode timeouts counted (%d -> %d)" % (local_before, local_after))
+        check(e.proc.poll() is None, "exporter alive while the simulator is stopped")
+    finally:
+        os.kill(sim.ibsim.pid, signal.SIGCONT)
+    refreshes = get(e.metrics(), "rdma_pma_fabric_refreshes_total")
+    wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_refreshes_total") >= refreshes + 2, 60,
+             what="fabric loop recovers after SIGCONT")
+    eq(get(e.metrics(), "rdma_pma_local_ports"), 1, "local mode answers again")
+    promtool_clean(e.text(), "faults")
+    eq(e.stop(), 0, "exporter exits 0 on SIGTERM after the faults")
+
+
+def main():
+    exe, case = sys.argv[1], sys.argv[2]
+    try:
+        sim = Sim()
+    except SkipTest as s:
+        print("SKIP:", s)
+        return 77
+    try:
+        {"local": case_local, "fabric": case_fabric, "faults": case_faults}[case](sim, exe)
+    except Exception as ex:  # noqa: BLE001 - report, clean up, fail
+        import traceback
+        traceback.print_exc()
+        FAILS.append(repr(ex))
+    finally:
+        sim.close()
+    print("%s: %d failed" % (case, len(FAILS)))
+    return 1 if FAILS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

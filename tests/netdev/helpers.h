@@ -1,0 +1,123 @@
+// Helpers for the netdev tests: sample lookup in a MetricSink, temp sysfs trees, netlink
+// message construction with libmnl (the messages the kernel would send).
+#pragma once
+
+#include <libmnl/libmnl.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "exporter/metrics.h"
+
+namespace ndtest {
+
+namespace fs = std::filesystem;
+using rdma::exporter::Labels;
+using rdma::exporter::MetricSink;
+using rdma::exporter::MetricType;
+
+struct Found {
+  MetricType type;
+  rdma::exporter::SampleValue value;
+  std::uint64_t u64() const { return std::get<std::uint64_t>(value); }
+  double number() const {
+    if (auto* u = std::get_if<std::uint64_t>(&value)) return static_cast<double>(*u);
+    return std::get<double>(value);
+  }
+};
+
+// The one sample of `name` whose labels include all of `want`; nullopt when none.
+inline std::optional<Found> find(const MetricSink& s, const std::string& name, const Labels& want = {}) {
+  for (const auto& f : s.families()) {
+    if (f.name != name) continue;
+    for (const auto& sample : f.samples) {
+      bool all = true;
+      for (const auto& w : want) {
+        bool has = false;
+        for (const auto& l : sample.labels) has = has || l == w;
+        all = all && has;
+      }
+      if (all) return Found{f.type, sample.value};
+    }
+  }
+  return std::nullopt;
+}
+
+// The labels of one port's netdev, and those plus more.
+inline const Labels kBase{{"device", "mlx5_0"}, {"port", "1"}, {"netdev", "ens1f0np0"}};
+inline Labels with(std::initializer_list<std::pair<const char*, const char*>> extra) {
+  Labels l = kBase;
+  for (auto [k, v] : extra) l.emplace_back(k, v);
+  return l;
+}
+
+inline std::size_t count(const MetricSink& s, const std::string& name) {
+  for (const auto& f : s.families())
+    if (f.name == name) return f.samples.size();
+  return 0;
+}
+
+class TempTree {
+ public:
+  TempTree() {
+    std::string tmpl = (fs::temp_directory_path() / "netdev_test.XXXXXX").string();
+    root_ = mkdtemp(tmpl.data());
+  }
+  ~TempTree() {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  const std::string& root() const { return root_; }
+  void write(const std::string& rel, const std::string& content) const {
+    const fs::path p = fs::path(root_) / rel;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary | std::ios::trunc) << content;
+  }
+
+ private:
+  std::string root_;
+};
+
+// Builds one netlink message: header type, a fixed extra header, then attributes.
+class MessageBuilder {
+ public:
+  MessageBuilder(std::uint16_t type, const void* extra, std::size_t extra_len) : buf_(MNL_SOCKET_BUFFER_SIZE) {
+    nlh_ = mnl_nlmsg_put_header(buf_.data());
+    nlh_->nlmsg_type = type;
+    void* e = mnl_nlmsg_put_extra_header(nlh_, extra_len);
+    std::memcpy(e, extra, extra_len);
+  }
+  nlmsghdr* nlh() { return nlh_; }
+  std::vector<std::uint8_t> bytes() const {
+    return {buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(nlh_->nlmsg_len)};
+  }
+
+ private:
+  std::vector<std::uint8_t> buf_;
+  nlmsghdr* nlh_;
+};
+
+// An NLMSG_ERROR carrying -err.
+inline std::vector<std::uint8_t> error_message(int err) {
+  nlmsgerr e{};
+  e.error = -err;
+  MessageBuilder b(NLMSG_ERROR, &e, sizeof e);
+  return b.bytes();
+}
+
+// A GSTRINGS data block: names padded to 32 bytes (a 32-byte name has no NUL).
+inline std::vector<std::uint8_t> string_block(const std::vector<std::string>& names) {
+  std::vector<std::uint8_t> out(names.size() * 32, 0);
+  for (std::size_t i = 0; i < names.size(); ++i) std::memcpy(out.data() + i * 32, names[i].data(), std::min<std::size_t>(32, names[i].size()));
+  return out;
+}
+
+}  // namespace ndtest

@@ -1,0 +1,400 @@
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "collectors/prober/engine.h"
+
+using namespace rdma::collectors::prober;
+using namespace std::chrono_literals;
+
+namespace {
+// A transport that records what the engine asks and lets the test answer.
+struct FakeTransport : Transport {
+  std::vector<ConnectRequest> connects;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> posts;  // link, probe
+  std::vector<std::uint64_t> closed;
+  TimePoint now{};
+  bool fail_post = false;
+  void connect(const ConnectRequest& r) override { connects.push_back(r); }
+  std::optional<TimePoint> post_probe(std::uint64_t link, std::uint64_t probe, std::string& reason) override {
+    if (fail_post) return reason = "post", std::nullopt;
+    posts.emplace_back(link, probe);
+    return now;
+  }
+  void close(std::uint64_t link) override { closed.push_back(link); }
+};
+
+const LocalPort kPort{"rxe0", 1};
+const TimePoint T0 = TimePoint{} + 1000s;
+
+PeerSpec peer(std::string name, std::string group = "") {
+  PeerSpec p;
+  p.name = name;
+  p.address = name;
+  p.tcp_port = 9662;
+  p.group = std::move(group);
+  return p;
+}
+
+EngineConfig config() {
+  EngineConfig c;
+  c.interval = 1000ms;
+  c.jitter = 0.1;
+  c.timeout = 500ms;
+  c.seed = 7;
+  c.backoff_initial = 1000ms;
+  c.backoff_max = 4000ms;
+  return c;
+}
+
+EngineConfig no_jitter() {
+  auto c = config();
+  c.jitter = 0;
+  return c;
+}
+
+TransportEvent connected(std::uint64_t link, TimePoint at) {
+  TransportEvent e;
+  e.kind = TransportEvent::Kind::kConnected;
+  e.link = link;
+  e.at = at;
+  return e;
+}
+TransportEvent completion(std::uint64_t link, std::uint64_t probe, TimePoint at, bool ok = true, std::string reason = "") {
+  TransportEvent e;
+  e.kind = TransportEvent::Kind::kCompletion;
+  e.link = link;
+  e.probe = probe;
+  e.ok = ok;
+  e.reason = std::move(reason);
+  e.at = at;
+  return e;
+}
+
+// Advances the engine to `until` in steps of its own deadlines (what the epoll loop does).
+// With `complete`, every probe completes successfully 10 µs after its post.
+void run_until(Engine& e, FakeTransport& t, TimePoint from, TimePoint until, bool complete = false) {
+  TimePoint now = from;
+  while (now < until) {
+    t.now = now;
+    auto before = t.posts.size();
+    e.tick(now);
+    if (complete)
+      for (auto i = before; i < t.posts.size(); ++i) e.handle(completion(t.posts[i].first, t.posts[i].second, now + 10us));
+    auto next = e.next_deadline(now);
+    now = next > now ? std::min(next, until) : now + 1ms;
+  }
+}
+
+// Brings one link up: first tick connects, then the transport reports success.
+std::uint64_t up(Engine& e, FakeTransport& t, TimePoint at) {
+  t.now = at;
+  e.tick(at);
+  REQUIRE(!t.connects.empty());
+  auto id = t.connects.back().link;
+  e.handle(connected(id, at));
+  return id;
+}
+// Peer "b" only: connects and runs to the first probe (it comes within one interval).
+std::uint64_t first_probe(Engine& e, FakeTransport& t) {
+  e.set_peers({peer("b")}, T0);
+  auto link = up(e, t, T0);
+  run_until(e, t, T0, T0 + 1001ms);
+  REQUIRE(t.posts.size() == 1);
+  return link;
+}
+}  // namespace
+
+TEST_CASE("a link connects, probes once per interval with jitter, and records exact RTTs") {
+  FakeTransport t;
+  Engine e(config(), t, {kPort});
+  e.set_peers({peer("b")}, T0);
+  auto link = up(e, t, T0);
+  CHECK(e.state("b", kPort) == Engine::State::kUp);
+
+  // Each post completes 30 µs later.
+  TimePoint now = T0;
+  std::vector<TimePoint> post_times;
+  while (post_times.size() < 200) {
+    auto next = e.next_deadline(now);
+    REQUIRE(next >= now);
+    now = next;
+    t.now = now;
+    auto before = t.posts.size();
+    e.tick(now);
+    if (t.posts.size() > before) {
+      post_times.push_back(now);
+      e.handle(completion(link, t.posts.back().second, now + 30us));
+    }
+  }
+  REQUIRE(post_times.front() < T0 + 1000ms);  // the first probe comes within one interval
+  double total = 0;
+  for (std::size_t i = 1; i < post_times.size(); ++i) {
+    const double gap = Seconds(post_times[i] - post_times[i - 1]).count();
+    CHECK(gap >= 0.9 - 1e-6);
+    CHECK(gap <= 1.1 + 1e-6);
+    total += gap;
+  }
+  CHECK(total / 199 == Approx(1.0).epsilon(0.02));  // jitter averages out, no drift
+
+  auto s = e.snapshot();
+  REQUIRE(s.peers.size() == 1);
+  const auto& st = s.peers[0].stats;
+  CHECK(st.sent == 200);
+  CHECK(st.lost == 0);
+  CHECK(st.rtt.count == 200);
+  CHECK(st.rtt.sum == Approx(200 * 30e-6));
+  // 30 µs falls into the 50 µs bucket (index 5 of 1,2,5,10,20,50 µs ...)
+  CHECK(st.rtt.counts[5] == 200);
+  CHECK(s.peers[0].up);
+  CHECK(st.connects == 1);
+}
+
+TEST_CASE("jitter-free schedule is exact") {
+  FakeTransport t;
+  Engine e(no_jitter(), t, {kPort});
+  e.set_peers({peer("b")}, T0);
+  auto link = up(e, t, T0);
+  run_until(e, t, T0, T0 + 10500ms, true);
+  // One probe per second after the first: 10 or 11 depending on the random first offset.
+  CHECK(t.posts.size() >= 10);
+  CHECK(t.posts.size() <= 11);
+  for (auto [l, p] : t.posts) CHECK(l == link);
+}
+
+TEST_CASE("a probe without completion is lost after the timeout and the peer is down until one succeeds") {
+  FakeTransport t;
+  Engine e(no_jitter(), t, {kPort});
+  auto link = first_probe(e, t);
+  const TimePoint posted = t.now;
+  run_until(e, t, t.now, posted + 499ms);
+  CHECK(e.snapshot().peers[0].stats.lost == 0);
+  run_until(e, t, t.now, posted + 500ms + 1ms);
+  auto s = e.snapshot();
+  CHECK(s.peers[0].stats.lost == 1);
+  CHECK_FALSE(s.peers[0].up);
+  // A late completion of the lost probe is not an RTT sample.
+  e.handle(completion(link, t.posts[0].second, posted + 600ms));
+  s = e.snapshot();
+  CHECK(s.late_completions == 1);
+  CHECK(s.peers[0].stats.rtt.count == 0);
+  // The next probe succeeds: up again.
+  run_until(e, t, t.now, posted + 1001ms);
+  REQUIRE(t.posts.size() == 2);
+  e.handle(completion(link, t.posts[1].second, t.now + 10us));
+  s = e.snapshot();
+  CHECK(s.peers[0].up);
+  CHECK(s.peers[0].stats.rtt.count == 1);
+  CHECK(s.peers[0].stats.lost == 1);
+}
+
+TEST_CASE("an error completion tears the QP down and reconnects with exponential backoff") {
+  FakeTransport t;
+  Engine e(no_jitter(), t, {kPort});
+  auto link = first_probe(e, t);
+  TimePoint at = t.now + 500us;
+  e.handle(completion(link, t.posts[0].second, at, false, "completion_retry_exceeded"));
+  CHECK(e.state("b", kPort) == Engine::State::kBackoff);
+  CHECK(t.closed == std::vector<std::uint64_t>{link});
+  auto s = e.snapshot();
+  CHECK(s.peers[0].stats.lost == 1);
+  CHECK(s.peers[0].stats.errors.at("completion_retry_exceeded") == 1);
+  CHECK_FALSE(s.peers[0].up);
+
+  // Reconnects after 1 s, then failures double the wait: 2 s, 4 s, 4 s (max).
+  std::vector<double> waits;
+  TimePoint failed = at;
+  for (int i = 0; i < 4; ++i) {
+    auto before = t.connects.size();
+    TimePoint now = failed;
+    while (t.connects.size() == before) {
+      t.now = now;
+      e.tick(now);
+      now = std::max(e.next_deadline(now), now + 1us);
+    }
+    waits.push_back(Seconds(t.now - failed).count());
+    TransportEvent f;
+    f.kind = TransportEvent::Kind::kConnectFailed;
+    f.link = t.connects.back().link;
+    f.reason = "connect";
+    f.at = t.now;
+    e.handle(f);
+    failed = f.at;
+  }
+  CHECK(waits == std::vector<double>{1.0, 2.0, 4.0, 4.0});
+  CHECK(e.snapshot().peers[0].stats.errors.at("connect") == 4);
+  // Measure the backoff precisely now: retry at failed + 4 s (max), not before.
+  auto before = t.connects.size();
+  run_until(e, t, failed, failed + 3999ms);
+  CHECK(t.connects.size() == before);
+  run_until(e, t, t.now, failed + 4001ms);
+  CHECK(t.connects.size() == before + 1);
+  // A success, then a good probe, resets the backoff to 1 s.
+  e.handle(connected(t.connects.back().link, t.now));
+  const auto good_before = e.snapshot().peers[0].stats.rtt.count;
+  run_until(e, t, t.now, t.now + 1001ms, true);
+  CHECK(e.snapshot().peers[0].stats.rtt.count == good_before + 1);
+  at = t.now + 1ms;
+  e.handle(completion(link, 999999, at));  // unknown probe: ignored as late
+  e.tick(at);
+  run_until(e, t, at, at + 1001ms);
+  REQUIRE(t.posts.size() >= 3);
+  e.handle(completion(link, t.posts.back().second, t.now, false, "completion_flushed"));
+  before = t.connects.size();
+  failed = t.now;
+  run_until(e, t, failed, failed + 999ms);
+  CHECK(t.connects.size() == before);
+  run_until(e, t, t.now, failed + 1001ms);
+  CHECK(t.connects.size() == before + 1);
+}
+
+TEST_CASE("connect timeout, failed post and stalled QPs are errors, never crashes") {
+  FakeTransport t;
+  auto c = no_jitter();
+  c.connect_timeout = 2000ms;
+  c.max_in_flight = 2;
+  Engine e(c, t, {kPort});
+  e.set_peers({peer("b")}, T0);
+  run_until(e, t, T0, T0 + 2001ms);
+  auto s = e.snapshot();
+  CHECK(s.peers[0].stats.errors.at("connect_timeout") == 1);
+  CHECK(e.state("b", kPort) == Engine::State::kBackoff);
+  // A connect result that arrives after the timeout is ignored.
+  e.handle(connected(t.connects.back().link, T0 + 2100ms));
+  CHECK(e.state("b", kPort) == Engine::State::kBackoff);
+
+  run_until(e, t, t.now, T0 + 3001ms + 1ms);
+  REQUIRE(t.connects.size() == 2);
+  e.handle(connected(t.connects.back().link, t.now));
+  t.fail_post = true;
+  run_until(e, t, t.now, t.now + 1001ms);
+  CHECK(e.snapshot().peers[0].stats.errors.at("post") == 1);
+
+  // Stalled: probes that never complete pile up to max_in_flight -> teardown.
+  t.fail_post = false;
+  run_until(e, t, t.now, t.now + 2001ms);
+  e.handle(connected(t.connects.back().link, t.now));
+  run_until(e, t, t.now, t.now + 3500ms);
+  s = e.snapshot();
+  CHECK(s.peers[0].stats.errors.at("stalled") == 1);
+  CHECK(s.peers[0].stats.lost == s.peers[0].stats.sent);
+}
+
+TEST_CASE("a responder that says 'self' excludes the link for good") {
+  FakeTransport t;
+  Engine e(config(), t, {kPort});
+  e.set_peers({peer("me")}, T0);
+  t.now = T0;
+  e.tick(T0);
+  TransportEvent f;
+  f.kind = TransportEvent::Kind::kConnectFailed;
+  f.link = t.connects.back().link;
+  f.reason = "rejected_self";
+  f.self = true;
+  f.at = T0;
+  e.handle(f);
+  run_until(e, t, T0, T0 + 60s);
+  CHECK(t.connects.size() == 1);
+  auto s = e.snapshot();
+  CHECK(s.peers.empty());
+  CHECK(s.self_excluded == 1);
+}
+
+TEST_CASE("peers that leave lose their link and series; a returning peer starts afresh") {
+  FakeTransport t;
+  Engine e(config(), t, {kPort, {"rxe1", 1}});
+  auto b = peer("b");
+  b.local_device = "rxe1";  // per-peer local device selection
+  e.set_peers({peer("a"), b}, T0);
+  t.now = T0;
+  e.tick(T0);
+  CHECK(t.connects.size() == 3);  // a on both ports, b only from rxe1
+  for (const auto& c : t.connects) e.handle(connected(c.link, T0));
+  CHECK(e.snapshot().peers.size() == 3);
+  e.set_peers({b}, T0 + 1s);
+  CHECK(t.closed.size() == 2);
+  auto s = e.snapshot();
+  REQUIRE(s.peers.size() == 1);
+  CHECK(s.peers[0].peer == "b");
+  CHECK(s.peers[0].local.device == "rxe1");
+  e.set_peers({peer("a"), b}, T0 + 2s);
+  e.tick(T0 + 2s);
+  CHECK(t.connects.size() == 5);
+  CHECK(e.snapshot().peers.size() == 3);
+}
+
+TEST_CASE("beyond max_peers: a rotating sample, histograms per group, bounded series") {
+  FakeTransport t;
+  auto c = config();
+  c.max_peers = 4;
+  c.sample_size = 3;
+  c.rotate_interval = 60s;
+  Engine e(c, t, {kPort});
+  std::vector<PeerSpec> peers;
+  for (int i = 0; i < 10; ++i) peers.push_back(peer("p" + std::to_string(i), i < 5 ? "rack1" : "rack2"));
+  e.set_peers(peers, T0);
+  t.now = T0;
+  e.tick(T0);
+  REQUIRE(t.connects.size() == 3);
+  std::set<std::string> sampled;
+  for (const auto& r : t.connects) {
+    sampled.insert(r.peer.name);
+    e.handle(connected(r.link, T0));
+  }
+  CHECK(sampled == std::set<std::string>{"p0", "p1", "p2"});
+  run_until(e, t, T0, T0 + 1100ms, true);
+  auto s = e.snapshot();
+  CHECK(s.aggregated);
+  CHECK(s.peers.empty());
+  REQUIRE(s.groups.size() == 2);
+  CHECK(s.groups[0].group == "rack1");
+  CHECK(s.groups[0].peers == 5);
+  CHECK(s.groups[0].probed == 3);
+  CHECK(s.groups[0].up == 3);
+  CHECK(s.groups[0].stats.sent >= 3);
+  CHECK(s.groups[0].stats.lost == 0);
+  CHECK(s.groups[0].stats.rtt.count == s.groups[0].stats.sent);
+  CHECK(s.groups[1].probed == 0);
+  CHECK(s.groups[1].peers == 5);
+
+  // After the rotate interval the next window is probed; group counters keep counting.
+  run_until(e, t, t.now, T0 + 59900ms, true);
+  const auto sent_before = e.snapshot().groups[0].stats.sent;
+  const auto first_new = t.connects.size();
+  run_until(e, t, t.now, T0 + 61s, true);
+  sampled.clear();
+  for (std::size_t i = first_new; i < t.connects.size(); ++i) sampled.insert(t.connects[i].peer.name);
+  CHECK(sampled == std::set<std::string>{"p3", "p4", "p5"});
+  s = e.snapshot();
+  CHECK(s.groups[0].stats.sent >= sent_before);  // rack1 keeps its counters across the rotation
+  CHECK(s.groups[0].probed == 2);
+  CHECK(s.groups[1].probed == 1);
+  CHECK(s.links == 3);
+}
+
+TEST_CASE("the QP limit caps links") {
+  FakeTransport t;
+  auto c = config();
+  c.max_links = 2;
+  Engine e(c, t, {kPort});
+  e.set_peers({peer("a"), peer("b"), peer("c")}, T0);
+  e.tick(T0);
+  CHECK(t.connects.size() == 2);
+  auto s = e.snapshot();
+  CHECK(s.links == 2);
+  CHECK(s.link_limit_hits == 1);
+}
+
+TEST_CASE("histogram buckets use le semantics") {
+  Histogram h;
+  std::vector<double> b{1e-6, 1e-5};
+  h.observe(b, 1e-6);
+  h.observe(b, 2e-6);
+  h.observe(b, 1.0);
+  CHECK(h.counts == std::vector<std::uint64_t>{1, 1, 1});
+  CHECK(h.count == 3);
+  auto d = default_buckets();
+  CHECK(d.size() == 16);
+  CHECK(d.front() == Approx(1e-6));
+  CHECK(d.back() == Approx(0.1));
+}

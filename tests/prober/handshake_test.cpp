@@ -1,0 +1,143 @@
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "collectors/prober/handshake.h"
+
+using namespace rdma::collectors::prober;
+
+namespace {
+Endpoint endpoint() {
+  Endpoint e;
+  e.qpn = 0x11;
+  e.psn = 0xabcdef;
+  e.gid = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 77, 0, 1};
+  e.mtu = 3;
+  e.is_global = 1;
+  e.addr = 0x7f0000001000;
+  e.rkey = 0x1234;
+  e.length = 64;
+  return e;
+}
+Hello hello() {
+  Hello h;
+  h.nonce = random_nonce();
+  h.instance = 42;
+  h.endpoint = endpoint();
+  h.endpoint.length = 0;
+  h.name = "node-a";
+  return h;
+}
+const Nonce kServer = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+}  // namespace
+
+TEST_CASE("every message round-trips through encode and decode") {
+  Accept a{endpoint(), "node-b"};
+  for (const Message& m : {Message{Challenge{kServer}}, Message{hello()}, Message{a}, Message{Reject{RejectReason::kSelf}}}) {
+    auto bytes = encode_frame(m, "s3cret", kServer);
+    REQUIRE(frame_size(std::span(bytes).first(kHeaderSize)) == bytes.size());
+    auto d = decode_frame(bytes, "s3cret", kServer);
+    REQUIRE(d.status == DecodeStatus::kOk);
+    CHECK(*d.message == m);
+  }
+}
+
+TEST_CASE("frames with the wrong secret or for another nonce are rejected") {
+  auto bytes = encode_frame(hello(), "s3cret", kServer);
+  CHECK(decode_frame(bytes, "other", kServer).status == DecodeStatus::kBadMac);
+  CHECK(decode_frame(bytes, "", kServer).status == DecodeStatus::kBadMac);
+  Nonce replayed = kServer;
+  replayed[0] ^= 1;
+  CHECK(decode_frame(bytes, "s3cret", replayed).status == DecodeStatus::kBadMac);
+  // no secret on both sides still works and still detects corruption
+  auto plain = encode_frame(hello(), "", kServer);
+  CHECK(decode_frame(plain, "", kServer).status == DecodeStatus::kOk);
+  CHECK(decode_frame(plain, "s3cret", kServer).status == DecodeStatus::kBadMac);
+}
+
+TEST_CASE("header checks: magic, version, type, length, trailing bytes") {
+  const auto good = encode_frame(hello(), "k", kServer);
+  auto with = [&](std::size_t i, std::uint8_t v) {
+    auto b = good;
+    b[i] = v;
+    return decode_frame(b, "k", kServer).status;
+  };
+  CHECK(with(0, 'X') == DecodeStatus::kBadMagic);
+  CHECK(with(4, 2) == DecodeStatus::kBadVersion);
+  CHECK(with(4, 0) == DecodeStatus::kBadVersion);
+  CHECK(with(5, 9) == DecodeStatus::kBadType);
+  CHECK(with(5, 3) == DecodeStatus::kBadLength);  // an accept body has another size
+  CHECK(with(11, 0xff) == DecodeStatus::kBadLength);
+  CHECK(with(8, 0x7f) == DecodeStatus::kBadLength);  // a huge announced length is refused, not read
+  CHECK(with(6, 1) == DecodeStatus::kBadField);
+  CHECK_FALSE(frame_size(std::span(good).first(4)));
+  auto longer = good;
+  longer.push_back(0);
+  CHECK(decode_frame(longer, "k", kServer).status == DecodeStatus::kTrailing);
+}
+
+TEST_CASE("every truncation is rejected as truncated") {
+  const auto good = encode_frame(Accept{endpoint(), "b"}, "k", kServer);
+  for (std::size_t n = 0; n < good.size(); ++n)
+    CHECK(decode_frame(std::span(good).first(n), "k", kServer).status == DecodeStatus::kTruncated);
+}
+
+TEST_CASE("flipping any single bit of a frame makes it invalid") {
+  const auto good = encode_frame(hello(), "k", kServer);
+  for (std::size_t i = 0; i < good.size(); ++i)
+    for (int bit = 0; bit < 8; ++bit) {
+      auto b = good;
+      b[i] ^= static_cast<std::uint8_t>(1 << bit);
+      CHECK(decode_frame(b, "k", kServer).status != DecodeStatus::kOk);
+    }
+}
+
+TEST_CASE("authentic frames with bad fields are rejected") {
+  Hello h = hello();
+  h.endpoint.qpn = 0;  // QP 0 is special
+  CHECK(decode_frame(encode_frame(h, "k", kServer), "k", kServer).status == DecodeStatus::kBadField);
+  h = hello();
+  h.endpoint.mtu = 9;
+  CHECK(decode_frame(encode_frame(h, "k", kServer), "k", kServer).status == DecodeStatus::kBadField);
+  h = hello();
+  h.name = std::string("a\nb");
+  CHECK(decode_frame(encode_frame(h, "k", kServer), "k", kServer).status == DecodeStatus::kBadField);
+  Accept a{endpoint(), "b"};
+  a.endpoint.length = 0;  // nothing to write into
+  CHECK(decode_frame(encode_frame(a, "k", kServer), "k", kServer).status == DecodeStatus::kBadField);
+  CHECK(decode_frame(encode_frame(Reject{static_cast<RejectReason>(77)}, "k", kServer), "k", kServer).status ==
+        DecodeStatus::kBadField);
+  h = hello();
+  h.name = std::string(100, 'x');  // longer names are cut to the field
+  auto d = decode_frame(encode_frame(h, "k", kServer), "k", kServer);
+  REQUIRE(d.status == DecodeStatus::kOk);
+  CHECK(std::get<Hello>(*d.message).name == std::string(kNameSize, 'x'));
+}
+
+TEST_CASE("random garbage never decodes and never crashes") {
+  std::mt19937 rng(12345);
+  const auto good = encode_frame(hello(), "k", kServer);
+  for (int i = 0; i < 20000; ++i) {
+    std::vector<std::uint8_t> b(rng() % 300);
+    for (auto& x : b) x = static_cast<std::uint8_t>(rng());
+    if (i % 2 && b.size() >= kHeaderSize) std::copy(good.begin(), good.begin() + kHeaderSize, b.begin());  // valid header
+    auto d = decode_frame(b, "k", kServer);
+    CHECK(d.status != DecodeStatus::kOk);
+    CHECK_FALSE(d.message);
+    (void)frame_size(b);
+  }
+}
+
+TEST_CASE("hmac-sha256 matches RFC 4231 test case 2 and compares in constant time") {
+  const std::string data = "what do ya want for nothing?";
+  auto mac = hmac_sha256("Jefe", std::span(reinterpret_cast<const std::uint8_t*>(data.data()), data.size()));
+  const std::array<std::uint8_t, 32> want = {0x5b, 0xdc, 0xc1, 0x46, 0xbf, 0x60, 0x75, 0x4e, 0x6a, 0x04, 0x24,
+                                             0x26, 0x08, 0x95, 0x75, 0xc7, 0x5a, 0x00, 0x3f, 0x08, 0x9d, 0x27,
+                                             0x39, 0x83, 0x9d, 0xec, 0x58, 0xb9, 0x64, 0xec, 0x38, 0x43};
+  CHECK(mac == want);
+  CHECK(equal_constant_time(mac, want));
+  auto other = want;
+  other[31] ^= 1;
+  CHECK_FALSE(equal_constant_time(mac, other));
+  CHECK_FALSE(equal_constant_time(std::span(mac).first(31), want));
+}

@@ -1,0 +1,111 @@
+#!/bin/bash
+# vm test: two exporters in the guest, one probing from rxe0 (10.77.0.1), one from rxe1
+# (10.77.0.2), probe each other with RDMA WRITEs: RTT histograms grow, RTTs > 0, nothing lost.
+# Stopping one makes the other count losses and mark the peer down; starting it again
+# reconnects and probes resume. Runs inside the test guest; see tests/vm/README.md.
+source "$(dirname "$0")/common.sh"
+
+PORT_A=$VM_TEST_PORT
+PORT_B=$((VM_TEST_PORT + 1))
+PID_A= PID_B=
+stop_all() {
+  for p in $PID_A $PID_B; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+}
+trap stop_all EXIT
+
+# config DEV_ADDR PEER_ADDR PEER_NAME: a YAML config for one instance
+config() {
+  cat <<YAML
+collectors:
+  prober:
+    listen_address: "$1:9662"
+    peers:
+      - {address: $2, name: $3, group: vm}
+YAML
+}
+config 10.77.0.1 10.77.0.2 b >"$WORK/a.yml"
+config 10.77.0.2 10.77.0.1 a >"$WORK/b.yml"
+COMMON=(--path.sysfs=/sys --log.level=debug --collector.prober --collector.prober.interval=200ms
+        --collector.prober.timeout=1s --collector.prober.backoff-max=2s --collector.prober.connect-timeout=3s)
+
+start_a() {
+  "$EXPORTER" --web.listen-address=127.0.0.1:$PORT_A --config.file="$WORK/a.yml" --collector.prober.device='^rxe0$' \
+    "${COMMON[@]}" >>"$WORK/exporter.log" 2>&1 &
+  PID_A=$!
+}
+start_b() {
+  "$EXPORTER" --web.listen-address=127.0.0.1:$PORT_B --config.file="$WORK/b.yml" --collector.prober.device='^rxe1$' \
+    "${COMMON[@]}" >>"$WORK/exporter_b.log" 2>&1 &
+  PID_B=$!
+}
+get() { curl -sf -o "$2" "http://127.0.0.1:$1/metrics"; }
+
+# wait_for PORT WANT NAME LABELS...: poll (bounded by attempts) until the sample equals WANT
+wait_for() {
+  local port=$1 want=$2 i v; shift 2
+  for i in $(seq 300); do
+    if get "$port" "$WORK/poll" && v=$(value "$WORK/poll" "$@" 2>/dev/null) && num_eq "$v" "$want"; then return 0; fi
+    sleep 0.1
+  done
+  echo "  (waited for $* = $want on :$port; last: $(series "$WORK/poll" "$@"))" >&2
+  return 1
+}
+
+start_a
+start_b
+section "both instances probe each other"
+wait_for $PORT_A 1 rdma_prober_active && ok "A: prober active" || bad "A: prober not active"
+wait_for $PORT_A 1 rdma_prober_peer_up device=rxe0 port=1 peer=b && ok "A sees b up" || bad "A: peer b never up"
+wait_for $PORT_B 1 rdma_prober_peer_up device=rxe1 port=1 peer=a && ok "B sees a up" || bad "B: peer a never up"
+get $PORT_A "$WORK/a1"; get $PORT_B "$WORK/b1"
+sleep 2
+get $PORT_A "$WORK/a2"; get $PORT_B "$WORK/b2"
+for side in a b; do
+  if [[ $side == a ]]; then L=(device=rxe0 port=1 peer=b); else L=(device=rxe1 port=1 peer=a); fi
+  c1=$(value "$WORK/${side}1" rdma_prober_rtt_seconds_count "${L[@]}")
+  c2=$(value "$WORK/${side}2" rdma_prober_rtt_seconds_count "${L[@]}")
+  sum=$(value "$WORK/${side}2" rdma_prober_rtt_seconds_sum "${L[@]}")
+  lost=$(value "$WORK/${side}2" rdma_prober_probes_lost_total "${L[@]}")
+  sent=$(value "$WORK/${side}2" rdma_prober_probes_sent_total "${L[@]}")
+  echo "  $side: rtt count $c1 -> $c2, sum $sum s, sent $sent, lost $lost"
+  if num_ge "$c2" "$((c1 + 3))"; then ok "$side: histogram count grows ($c1 -> $c2)"; else bad "$side: histogram count $c1 -> $c2"; fi
+  if awk -v s="$sum" 'BEGIN { exit !(s > 0) }'; then ok "$side: RTT sum > 0"; else bad "$side: RTT sum $sum"; fi
+  if num_eq "$lost" 0; then ok "$side: nothing lost"; else bad "$side: $lost lost"; fi
+  if num_ge "$sent" "$c2"; then ok "$side: sent >= completed"; else bad "$side: sent $sent < completed $c2"; fi
+done
+expect_value "$WORK/a2" 1 rdma_prober_qps role=prober
+expect_value "$WORK/a2" 1 rdma_prober_qps role=responder
+expect_value "$WORK/a2" 1 rdma_prober_responder_handshakes_total result=ok
+if command -v promtool >/dev/null; then
+  # the prober's families only: other collectors are checked by their own tests
+  grep -E '^(# (HELP|TYPE) )?rdma_prober_' "$WORK/a2" >"$WORK/a2.prober"
+  promtool check metrics <"$WORK/a2.prober" >"$WORK/promtool" 2>&1 && ok "promtool check metrics (prober families)" || { bad "promtool"; cat "$WORK/promtool"; }
+fi
+
+section "B stops: A counts losses and marks b down"
+kill "$PID_B"; wait "$PID_B" 2>/dev/null; PID_B=
+wait_for $PORT_A 0 rdma_prober_peer_up device=rxe0 port=1 peer=b && ok "A marks b down" || bad "A: b still up"
+for i in $(seq 100); do
+  get $PORT_A "$WORK/a3"
+  lost=$(value "$WORK/a3" rdma_prober_probes_lost_total device=rxe0 port=1 peer=b)
+  num_ge "$lost" 1 && break
+  sleep 0.1
+done
+if num_ge "$lost" 1; then ok "A counted $lost lost probe(s)"; else bad "A counted no loss"; fi
+series "$WORK/a3" rdma_prober_errors_total device=rxe0 peer=b >/dev/null
+grep '^rdma_prober_errors_total' "$WORK/a3" | sed 's/^/    /'
+[[ -n "$(series "$WORK/a3" rdma_prober_errors_total device=rxe0 port=1 peer=b)" ]] && ok "A: errors counted by reason" || bad "A: no errors_total"
+
+section "B restarts: A reconnects and probes again"
+start_b
+wait_for $PORT_A 1 rdma_prober_peer_up device=rxe0 port=1 peer=b && ok "A sees b up again" || bad "A: b never came back"
+get $PORT_A "$WORK/a4"
+c4=$(value "$WORK/a4" rdma_prober_rtt_seconds_count device=rxe0 port=1 peer=b)
+sleep 1.5
+get $PORT_A "$WORK/a5"
+c5=$(value "$WORK/a5" rdma_prober_rtt_seconds_count device=rxe0 port=1 peer=b)
+conns=$(value "$WORK/a5" rdma_prober_connects_total device=rxe0 port=1 peer=b)
+if num_ge "$c5" "$((c4 + 2))"; then ok "A probes b again ($c4 -> $c5)"; else bad "A: count $c4 -> $c5 after restart"; fi
+if num_ge "$conns" 2; then ok "A connected $conns times"; else bad "A: connects_total $conns"; fi
+cat "$WORK/exporter_b.log" >>"$WORK/exporter.log"
+finish
