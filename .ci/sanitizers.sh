@@ -5,7 +5,8 @@
 #   tsan:  thread over the threaded parts: HTTP server + scraper + collectors + prober unit tests
 #          (label unit, which includes the hardening Catch2 cases) and the daemon's lifecycle and
 #          fault tests (real process: signals, reload, scrapes in a loop).
-# Only the executables those tests run are built (read from `ctest --show-only`).
+# Only the executables those tests run are built (read from `ctest --show-only`); deploy.* (packaging,
+# cpack would build every target) are left out. Sanitizer reports go to build-*/sanitizer-logs/.
 # Usage: .ci/sanitizers.sh [asan|tsan|all]   (default all). Time on 2 cores: see docs/security.md.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -51,21 +52,35 @@ run() {  # name sanitize "ctest selection" ["ctest selection" ...]: the union of
     # shellcheck disable=SC2086
     cmake --build "$build" -j"$JOBS" --target $(printf '%s\n' $targets | sort -u)
   done
-  local built=$((SECONDS - t0))
+  local built=$((SECONDS - t0)) rc=0
+  # Reports go to files: a daemon started by a Python test may have its stderr swallowed or its
+  # exit status ignored (a report at shutdown); any file left here fails the part.
+  rm -rf "$build/sanitizer-logs" && mkdir -p "$build/sanitizer-logs"
   for sel in "$@"; do
     # shellcheck disable=SC2086
-    (cd "$build" && ctest --output-on-failure -j"$JOBS" $sel)
+    (cd "$build" && ctest --output-on-failure -j"$JOBS" $sel) || rc=1
   done
-  echo "sanitizers[$name]: build ${built}s, tests $((SECONDS - t0 - built))s"
+  if compgen -G "$build/sanitizer-logs/*" >/dev/null; then
+    rc=1
+    for f in "$build"/sanitizer-logs/*; do echo "=== $f"; head -80 "$f"; done
+  fi
+  local verdict=ok; [ $rc -eq 0 ] || { verdict=FAILED; status=1; }
+  results+=("$name $verdict (build ${built}s, tests $((SECONDS - t0 - built))s)")
+  echo "sanitizers[$name]: $verdict, build ${built}s, tests $((SECONDS - t0 - built))s"
 }
 
-export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
-export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
-# The load test's RSS bound means nothing under a sanitizer's allocator; its count is kept.
+case "$WHAT" in asan|tsan|all) ;; *) echo "usage: $0 [asan|tsan|all]" >&2; exit 2 ;; esac
+logs() { echo "log_path=$ROOT/build-$1/sanitizer-logs/$2"; }
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:$(logs asan asan)"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:$(logs asan ubsan)"
+# Suppressions: third-party false positives only, each with its reason (tsan.supp).
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$ROOT/.ci/tsan.supp:$(logs tsan tsan)"
+status=0 results=() start=$SECONDS
+# The load test's RSS bound means nothing under a sanitizer's allocator; deploy.* test packaging.
 case "$WHAT" in
   asan|all) run asan "address,undefined" "-L unit|fixtures|hardening -LE load|prometheus|vm|ibsim|netns -E ^deploy\." ;;&
-  tsan|all) run tsan "thread" "-L unit -E ^deploy\." "-R ^hardening\.(lifecycle|faults)$" ;;&
-  asan|tsan|all) ;;
-  *) echo "usage: $0 [asan|tsan|all]" >&2; exit 2 ;;
+  tsan|all) run tsan "thread" "-L unit -E ^deploy\." "-R ^hardening\.(lifecycle|faults)$" ;;
 esac
+summary="sanitizers:"; for r in "${results[@]}"; do summary+=" $r;"; done
+echo "$summary total $((SECONDS - start))s"
+exit $status

@@ -95,19 +95,7 @@ void FabricLoop::start() {
   try {
     std::string err;
     if (!client_) client_ = mad::MadClient::shared(o_.ca, o_.port, &err);
-    if (client_) {
-      const auto d0 = Clock::now();
-      auto t = client_->exclusive([&] {
-        std::lock_guard setup(mad::umad_setup_mutex());
-        return discover(o_, names_, &err);
-      });
-      discovery_seconds_ = std::chrono::duration<double>(Clock::now() - d0).count();
-      if (t) {
-        topo_ = std::move(t);
-        discovered_at_ = Clock::now();
-        rediscover_ = false;
-      }
-    }
+    if (client_) rediscover(&err);
   } catch (const std::exception& e) {
     spdlog::warn("pma fabric: first discovery failed: {}", e.what());
   }
@@ -157,6 +145,20 @@ void FabricLoop::collect(exporter::MetricSink& out) const {
   out.append(std::move(copy));
 }
 
+bool FabricLoop::rediscover(std::string* err) {
+  const auto d0 = Clock::now();
+  auto t = client_->exclusive([&] {
+    std::lock_guard setup(mad::umad_setup_mutex());
+    return discover(o_, names_, err);
+  });
+  discovery_seconds_ = std::chrono::duration<double>(Clock::now() - d0).count();
+  if (!t) return false;
+  topo_ = std::move(t);
+  discovered_at_ = Clock::now();
+  rediscover_ = false;
+  return true;
+}
+
 void FabricLoop::refresh_once() {
   const auto t0 = Clock::now();
   exporter::MetricSink sink;
@@ -170,17 +172,7 @@ void FabricLoop::refresh_once() {
   }
   if (client_ && (rediscover_ || !topo_ || Clock::now() - discovered_at_ >= o_.discovery_period)) {
     std::string err;
-    const auto d0 = Clock::now();
-    auto t = client_->exclusive([&] {
-      std::lock_guard setup(mad::umad_setup_mutex());
-      return discover(o_, names_, &err);
-    });
-    discovery_seconds_ = std::chrono::duration<double>(Clock::now() - d0).count();
-    if (t) {
-      topo_ = std::move(t);
-      discovered_at_ = Clock::now();
-      rediscover_ = false;
-    } else {
+    if (!rediscover(&err)) {
       ++discovery_errors_;
       spdlog::warn("pma fabric: discovery failed: {} (keeping the previous topology)", err);
     }

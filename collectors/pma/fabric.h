@@ -59,6 +59,8 @@ class FabricLoop {
   void collect(exporter::MetricSink& out) const;
   // Runs one refresh now on the calling thread (tests, benchmark).
   void refresh_once();
+  // Discovers the fabric with the MAD port held exclusively; keeps the old topology on failure.
+  bool rediscover(std::string* err);
 
  private:
   struct Snapshot {

@@ -142,10 +142,10 @@ class ProberCollector final : public exporter::Collector {
     out.counter("rdma_prober_poll_window_exhausted_total",
                 "Post-probe CQ polls that ran out of poll_window; the loop then slept on the completion channel.", {},
                 p.transport.poll_misses);
-    out.counter("rdma_prober_post_seconds_total",
-                "Time spent inside ibv_post_send: a doorbell write on hardware; with Soft-RoCE a system call in which the kernel "
-                "does the NIC's work.",
-                {}, p.transport.post_seconds);
+    out.add("rdma_prober_post_seconds_total", exporter::MetricType::kCounter,
+            "Time spent inside ibv_post_send: a doorbell write on hardware; with Soft-RoCE a system call in which the kernel "
+            "does the NIC's work.",
+            {}, p.transport.post_seconds);
     for (auto [thread, v] : {std::pair{"loop", p.transport.loop_cpu}, {"connector", p.transport.connector_cpu},
                              {"responder", p.transport.responder_cpu}})
       out.add("rdma_prober_cpu_seconds_total", exporter::MetricType::kCounter, "CPU time used by the prober's threads.",

@@ -84,7 +84,10 @@ class Lifecycle(unittest.TestCase):
                 for _ in range(600):  # the reload runs on the main thread; poll until it is counted
                     s = d.scrape()
                     if value(s, "rdma_exporter_config_reloads_total", result=result) == str(n):
-                        return s
+                        # A scrape that began before the new scraper was swapped in may still finish
+                        # on the old configuration with the counter already raised; what a reload
+                        # guarantees is that scrapes begun after it is counted use the new one.
+                        return d.scrape()
                     time.sleep(0.05)
                 self.fail(f"reload {result} #{n} never counted: {d.log()}")
 

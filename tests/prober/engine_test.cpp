@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <set>
+#include <tuple>
 
 #include "collectors/prober/engine.h"
 
@@ -397,4 +398,70 @@ TEST_CASE("histogram buckets use le semantics") {
   CHECK(d.size() == 16);
   CHECK(d.front() == Approx(1e-6));
   CHECK(d.back() == Approx(0.1));
+}
+
+// tick() skips its scan when nothing is due and computes next_deadline() during its scan: an
+// engine ticked only at its own deadlines must do exactly what one ticked every 50 µs does
+// (same posts at the same times, same connects), through connects, completions, error
+// completions (teardown, backoff, reconnect) and lost probes.
+TEST_CASE("ticking only at next_deadline() does the same as ticking often (cached next due time)") {
+  struct Run {
+    FakeTransport t;
+    Engine e;
+    std::vector<std::tuple<std::uint64_t, std::uint64_t, TimePoint>> posts;  // link, probe, time
+    std::vector<std::pair<std::uint64_t, TimePoint>> connects;
+    std::vector<TransportEvent> pending;
+    explicit Run(EngineConfig c) : e(c, t, {kPort}) {}
+    void step(TimePoint now) {
+      // Deliver what is due: connects succeed 2 ms after the request; a probe completes 30 µs
+      // after its post, every 7th with an error, every 11th never (lost).
+      std::vector<TransportEvent> due;
+      std::erase_if(pending, [&](const TransportEvent& ev) { return ev.at <= now ? (due.push_back(ev), true) : false; });
+      for (const auto& ev : due) e.handle(ev);
+      t.now = now;
+      auto pc = t.posts.size(), cc = t.connects.size();
+      e.tick(now);
+      for (auto i = cc; i < t.connects.size(); ++i) {
+        connects.emplace_back(t.connects[i].link, now);
+        pending.push_back(connected(t.connects[i].link, now + 2ms));
+      }
+      for (auto i = pc; i < t.posts.size(); ++i) {
+        auto [link, probe] = t.posts[i];
+        posts.emplace_back(link, probe, now);
+        if (probe % 11 == 0) continue;
+        pending.push_back(completion(link, probe, now + 30us, probe % 7 != 0, "completion_retry_exceeded"));
+      }
+    }
+    TimePoint next(TimePoint now) const {
+      TimePoint n = e.next_deadline(now);
+      for (const auto& ev : pending) n = std::min(n, ev.at);
+      return n;
+    }
+  };
+  std::vector<PeerSpec> peers;
+  for (int i = 0; i < 20; ++i) peers.push_back(peer("p" + std::to_string(i)));
+  Run sparse(config()), dense(config());
+  sparse.e.set_peers(peers, T0);
+  dense.e.set_peers(peers, T0);
+  const TimePoint end = T0 + 30s;
+  for (TimePoint now = T0; now < end;) {
+    sparse.step(now);
+    auto n = sparse.next(now);
+    now = n > now ? n : now + 1us;
+  }
+  for (TimePoint now = T0; now < end;) {
+    dense.step(now);
+    auto n = dense.next(now);
+    now = std::min(n > now ? n : now + 1us, now + 50us);
+  }
+  REQUIRE(sparse.posts.size() > 400);
+  CHECK(sparse.posts == dense.posts);
+  CHECK(sparse.connects == dense.connects);
+  auto a = sparse.e.snapshot(), b = dense.e.snapshot();
+  REQUIRE(a.peers.size() == b.peers.size());
+  for (std::size_t i = 0; i < a.peers.size(); ++i) {
+    CHECK(a.peers[i].stats.sent == b.peers[i].stats.sent);
+    CHECK(a.peers[i].stats.lost == b.peers[i].stats.lost);
+    CHECK(a.peers[i].stats.errors == b.peers[i].stats.errors);
+  }
 }
