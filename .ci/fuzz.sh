@@ -25,7 +25,7 @@ IFS=";" read -r -a ALL <"$BUILD/fuzz_targets.txt" || true  # no trailing newline
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=("${ALL[@]}")
 
-mkdir -p "$BUILD/fuzz-artifacts"
+rm -rf "$BUILD/fuzz-artifacts" && mkdir -p "$BUILD/fuzz-artifacts"  # only this run's reproducers
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:symbolize=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 status=0 failed=0 total_execs=0

@@ -214,6 +214,9 @@ void Options::apply_yaml(const YAML::Node& node, const std::string& prefix, cons
                       ": expected a mapping");
   }
   for (const auto& kv : node) {
+    // A complex ("? [a, b]") or null key: as<std::string>() would throw YAML::BadConversion,
+    // which is not a ConfigError and names no file or line.
+    if (!kv.first.IsScalar()) throw ConfigError(mark_of(file, kv.first) + ": keys must be plain strings");
     std::string key = kv.first.as<std::string>();
     std::string path = prefix.empty() ? key : prefix + "." + key;
     if (const OptionSpec* spec = find_yaml(path)) {

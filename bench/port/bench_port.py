@@ -7,11 +7,14 @@
 Prints mean/median /metrics latency and latency per exported series for both and their ratio;
 the raw floor (plain open/read/close over the same files) against the exporter's own collection
 time (discovery + port collector, from its self-metrics); the exporter's RSS after the run.
-Interleaves the two exporters scrape by scrape so that machine noise hits both alike.
+Interleaves the two exporters scrape by scrape so that machine noise hits both alike; each is
+scraped over one keep-alive connection, as Prometheus does.
 
   bench/port/bench_port.py --exporter build/rdma_exporter --raw-floor build/bench/bench_raw_floor
 """
 import argparse
+import http.client
+import urllib.parse
 import os
 import statistics
 import subprocess
@@ -24,6 +27,22 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.join(HERE, "..", "..")
 sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
 from exporter_harness import Exporter, free_port, parse_text  # noqa: E402
+
+
+class Client:
+    """A keep-alive HTTP client, as Prometheus scrapes: connection set-up is not measured."""
+
+    def __init__(self, url):
+        u = urllib.parse.urlparse(url)
+        self.host, self.port, self.path = u.hostname, u.port, u.path
+        self.conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
+
+    def scrape(self):
+        t0 = time.perf_counter()
+        self.conn.request("GET", self.path)
+        r = self.conn.getresponse()
+        body = r.read().decode()
+        return time.perf_counter() - t0, body
 
 
 def scrape_once(url):
@@ -73,16 +92,17 @@ def main():
                     except OSError:
                         time.sleep(0.1)
                 ours, theirs, collect = [], [], []
+                ours_c, theirs_c = Client(ex.url + "/metrics"), Client(ne_url)
                 for _ in range(10):  # warm-up
-                    scrape_once(ex.url + "/metrics"), scrape_once(ne_url)
+                    ours_c.scrape(), theirs_c.scrape()
                 for _ in range(a.scrapes):
-                    dt, body = scrape_once(ex.url + "/metrics")
+                    dt, body = ours_c.scrape()
                     ours.append(dt)
                     s, _ = parse_text(body)
                     collect.append(float(s[("rdma_exporter_discovery_duration_seconds", frozenset())]) +
                                    float(s[("rdma_exporter_collector_scrape_duration_seconds",
                                             frozenset({("collector", "port")}))]))
-                    dt, nbody = scrape_once(ne_url)
+                    dt, nbody = theirs_c.scrape()
                     theirs.append(dt)
                 our_series, their_series = count_series(body), count_series(nbody)
                 rss = rss_kib(ex.proc.pid)

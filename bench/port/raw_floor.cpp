@@ -38,9 +38,14 @@ int main(int argc, char** argv) {
       files.push_back(root + dev + "/" + a);
     for (const auto& port : entries(root + dev + "/ports")) {
       const std::string p = root + dev + "/ports/" + port + "/";
-      for (const char* a : {"link_layer", "state", "phys_state", "rate", "lid", "sm_lid", "lid_mask_count",
-                            "cap_mask", "gid_attrs/ndevs/0"})
-        files.push_back(p + a);
+      for (const char* a : {"link_layer", "state", "phys_state", "rate", "lid", "sm_lid"}) files.push_back(p + a);
+      // The exporter reads the RoCE netdev binding of Ethernet ports only.
+      if (std::FILE* f = std::fopen((p + "link_layer").c_str(), "r")) {
+        char ll[32] = {};
+        if (std::fgets(ll, sizeof ll, f) && std::string(ll).rfind("Ethernet", 0) == 0)
+          for (const char* i : {"0", "1", "2", "3"}) files.push_back(p + "gid_attrs/ndevs/" + i);
+        std::fclose(f);
+      }
       for (const char* dir : {"counters", "counters_ext"})
         for (const auto& c : entries(p + dir)) files.push_back(p + dir + "/" + c);
     }

@@ -5,6 +5,7 @@
 
 #include "collectors/port/port_counters.h"
 #include "exporter/collector.h"
+#include "exporter/parallel.h"
 #include "sources/sysfs/infiniband_class.h"
 #include "sources/verbs/port_attributes.h"
 
@@ -31,10 +32,10 @@ class PortCollector final : public exporter::Collector {
   PortCollector(bool use_verbs) : use_verbs_(use_verbs) {}
 
   void collect(const exporter::ScrapeContext& ctx, MetricSink& out) override {
-    for (const auto& dev : ctx.host.devices) {
-      collect_device(ctx, dev, out);
-      for (const auto& port : dev.ports) collect_port(ctx, dev, port, out);
-    }
+    exporter::for_each_parallel(ctx.host.devices, kMaxThreads, out, [&](const model::DeviceModel& dev, MetricSink& s) {
+      collect_device(ctx, dev, s);
+      for (const auto& port : dev.ports) collect_port(ctx, dev, port, s);
+    });
   }
 
  private:
@@ -95,7 +96,6 @@ class PortCollector final : public exporter::Collector {
       out.gauge("rdma_port_link_width_lanes", "Link width in lanes, from the rate attribute.", base, a.rate.value.width);
     gauge_if("lid", "rdma_port_lid", "Local identifier of the port (0 on RoCE).", a.lid, same);
     gauge_if("sm_lid", "rdma_port_sm_lid", "LID of the subnet manager the port is managed by (0 on RoCE).", a.sm_lid, same);
-    if (a.cap_mask.error != ReadError::kNone) report_unless_absent(ctx.errors, a.cap_mask.error, port.path + "/cap_mask");
 
     collect_counters(ctx, dev, port, base, out);
     if (use_verbs_) collect_verbs(dev, port, base, out);
@@ -171,6 +171,7 @@ class PortCollector final : public exporter::Collector {
                 static_cast<double>(attrs->lane_speed_bits_per_second));
   }
 
+  static constexpr unsigned kMaxThreads = 4;  // devices read at once
   bool use_verbs_;
   verbs::PortAttributeReader verbs_;
 };

@@ -97,6 +97,8 @@ std::optional<int> error_code(std::span<const std::uint8_t> msg) {
   if (!nlh || nlh->nlmsg_type != NLMSG_ERROR) return std::nullopt;
   if (nlh->nlmsg_len < MNL_NLMSG_HDRLEN + sizeof(nlmsgerr)) return EPROTO;
   const auto* err = static_cast<const nlmsgerr*>(mnl_nlmsg_get_payload(nlh));
+  // -errno as the kernel writes it (errno <= 4095, MAX_ERRNO); INT_MIN would overflow the negation.
+  if (err->error < -4095) return EPROTO;
   return err->error < 0 ? -err->error : err->error;
 }
 

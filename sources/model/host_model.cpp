@@ -40,11 +40,15 @@ void add_netdev(std::vector<NetdevRef>& out, std::string name, std::string_view 
 // The port's netdevs: the kernel's RoCE binding (gid_attrs/ndevs, the only view of a bond),
 // rxe's parent, then the parent device's netdevs matched on dev_port when it has several.
 void resolve_netdevs(const std::string& dev_path, PortModel& port, const std::string& rxe_parent) {
-  // Default GIDs (indices 0 and 1) are bound to the port's netdev; a few more cover VLANs/macvlans.
-  for (int i = 0; i < 4; ++i) {
-    auto r = sysfs::read_attribute(port.path + "/gid_attrs/ndevs/" + std::to_string(i));
-    if (r) add_netdev(port.netdevs, std::move(r.value), "gid_attrs");
-    else if (r.error == sysfs::ReadError::kNotFound && i == 0) break;  // no gid_attrs at all
+  // Default GIDs (indices 0 and 1) are bound to the port's netdev; a few more cover VLANs and
+  // macvlans. Only RoCE ports have the binding (InfiniBand ports answer EINVAL).
+  if (port.link_layer == LinkLayer::kEthernet) {
+    if (auto ndevs = sysfs::Dir::open(port.path + "/gid_attrs/ndevs")) {
+      for (const char* i : {"0", "1", "2", "3"}) {
+        auto r = ndevs.value.read_attribute(i);
+        if (r) add_netdev(port.netdevs, std::move(r.value), "gid_attrs");
+      }
+    }
   }
   if (!rxe_parent.empty()) add_netdev(port.netdevs, rxe_parent, "parent");
   auto nets = sysfs::list_names(dev_path + "/device/net");

@@ -124,8 +124,10 @@ Decoded decode_messages(const std::uint8_t* data, std::size_t len) {
       if (blen < sizeof(int)) d.malformed = true;
       else {
         const int e = load<int>(body);
-        if (e < 0) d.error = -e;
-        else if (e > 0) d.malformed = true;
+        // The kernel writes -errno, errno <= 4095 (MAX_ERRNO); anything else (INT_MIN would
+        // overflow the negation) is not a kernel error code.
+        if (e < 0 && e >= -4095) d.error = -e;
+        else if (e != 0) d.malformed = true;
       }
     } else if (h.nlmsg_type == nldev_type(kCmdStatGet)) {
       PortStats s;

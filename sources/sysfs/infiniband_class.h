@@ -24,12 +24,10 @@ struct PortAttributes {
   Result<EnumValue> state;
   Result<EnumValue> phys_state;
   Result<Rate> rate;
-  Result<std::string> link_layer;
   Result<std::uint64_t> lid;
   Result<std::uint64_t> sm_lid;
-  Result<std::uint64_t> lid_mask_count;
-  Result<std::uint64_t> cap_mask;
 };
+// link_layer is read once per scrape by the host model (PortModel::link_layer), not here.
 PortAttributes read_port_attributes(const std::string& port_path);
 
 struct DeviceAttributes {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <utility>
 
 #include "sources/sysfs/parse.h"
 
@@ -46,8 +47,10 @@ ReadError classify_errno(int err) {
   }
 }
 
-Result<std::string> read_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+namespace {
+
+Result<std::string> read_file_at(int dirfd, const char* path) {
+  int fd = ::openat(dirfd, path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Result<std::string>::failure(classify_errno(errno), errno);
   // sysfs attributes are at most one page; read until EOF anyway in case of odd files.
   char buf[4096];
@@ -71,15 +74,13 @@ Result<std::string> read_file(const std::string& path) {
   return Result<std::string>::success(std::move(out));
 }
 
-Result<std::string> read_attribute(const std::string& path) {
-  auto r = read_file(path);
+Result<std::string> attribute_of(Result<std::string> r) {
   if (!r) return r;
   if (is_not_available(r.value)) return Result<std::string>::failure(ReadError::kNotAvailable);
   return Result<std::string>::success(std::string(trim_value(r.value)));
 }
 
-Result<std::uint64_t> read_u64(const std::string& path) {
-  auto r = read_file(path);
+Result<std::uint64_t> u64_of(const Result<std::string>& r) {
   if (!r) return Result<std::uint64_t>::failure(r.error, r.sys_errno);
   if (is_not_available(r.value)) return Result<std::uint64_t>::failure(ReadError::kNotAvailable);
   auto v = parse_u64(r.value);
@@ -87,9 +88,7 @@ Result<std::uint64_t> read_u64(const std::string& path) {
   return Result<std::uint64_t>::success(*v);
 }
 
-Result<std::vector<DirEntry>> list_dir(const std::string& path) {
-  DIR* d = ::opendir(path.c_str());
-  if (!d) return Result<std::vector<DirEntry>>::failure(classify_errno(errno), errno);
+Result<std::vector<DirEntry>> list_dir_stream(DIR* d) {
   std::vector<DirEntry> out;
   int dfd = ::dirfd(d);
   while (dirent* e = ::readdir(d)) {
@@ -105,6 +104,57 @@ Result<std::vector<DirEntry>> list_dir(const std::string& path) {
   ::closedir(d);
   std::sort(out.begin(), out.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
   return Result<std::vector<DirEntry>>::success(std::move(out));
+}
+
+}  // namespace
+
+Result<std::string> read_file(const std::string& path) { return read_file_at(AT_FDCWD, path.c_str()); }
+Result<std::string> read_attribute(const std::string& path) { return attribute_of(read_file(path)); }
+Result<std::uint64_t> read_u64(const std::string& path) { return u64_of(read_file(path)); }
+
+Result<Dir> Dir::open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Result<Dir>::failure(classify_errno(errno), errno);
+  Dir d;
+  d.fd_ = fd;
+  d.path_ = path;
+  return Result<Dir>{std::move(d), ReadError::kNone, 0};
+}
+
+Dir& Dir::operator=(Dir&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(o.fd_, -1);
+    path_ = std::move(o.path_);
+  }
+  return *this;
+}
+
+Dir::~Dir() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<std::string> Dir::read_file(const char* name) const { return read_file_at(fd_, name); }
+Result<std::string> Dir::read_attribute(const char* name) const { return attribute_of(read_file(name)); }
+Result<std::uint64_t> Dir::read_u64(const char* name) const { return u64_of(read_file(name)); }
+
+Result<std::vector<DirEntry>> Dir::list() const {
+  // fdopendir takes ownership of its descriptor: give it a duplicate.
+  int fd = ::openat(fd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Result<std::vector<DirEntry>>::failure(classify_errno(errno), errno);
+  DIR* d = ::fdopendir(fd);
+  if (!d) {
+    int err = errno;
+    ::close(fd);
+    return Result<std::vector<DirEntry>>::failure(classify_errno(err), err);
+  }
+  return list_dir_stream(d);
+}
+
+Result<std::vector<DirEntry>> list_dir(const std::string& path) {
+  DIR* d = ::opendir(path.c_str());
+  if (!d) return Result<std::vector<DirEntry>>::failure(classify_errno(errno), errno);
+  return list_dir_stream(d);
 }
 
 Result<std::vector<std::string>> list_names(const std::string& path) {
