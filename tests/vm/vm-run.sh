@@ -305,6 +305,12 @@ QEMU=(qemu-system-x86_64 -accel tcg,thread=multi -M q35 -smp "$SMP" -m "$MEM"
       -device virtio-9p-pci,fsdev=ctl,mount_tag=vm_ctl
       -fsdev "local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap"
       -device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot)
+# The guest puts fresh tmpfs on /tmp, /run and /var/tmp: a checkout under one of them (a CI
+# clone in /tmp, say) would vanish there, so share it explicitly, before any build dir inside it.
+REPO_ROOT=$(cd "$HERE/../.." && pwd)
+case "$REPO_ROOT/" in
+  /tmp/*|/run/*|/var/tmp/*) RWDIRS=("$REPO_ROOT" "${RWDIRS[@]}") ;;
+esac
 : > "$CTL/mounts"
 for i in "${!RWDIRS[@]}"; do
   d=${RWDIRS[$i]}
