@@ -24,10 +24,9 @@ REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
 import promql_util  # noqa: E402
-from exporter_harness import Exporter, free_port  # noqa: E402
+from exporter_harness import Exporter, Prometheus  # noqa: E402
 
 EXPORTER = os.environ.get("RDMA_EXPORTER", "")
-PROMETHEUS = os.environ.get("PROMETHEUS", "/usr/bin/prometheus")
 RULES = os.path.join(REPO, "deploy", "prometheus", "rdma-exporter.rules.yml")
 # Short windows: the test's Prometheus scrapes every second.
 LIVE_BUILTINS = {"__rate_interval": "15s", "__interval": "2s", "__range": "1m"}
@@ -60,21 +59,8 @@ class LiveDashboards(unittest.TestCase):
                 with Exporter(EXPORTER, f"--path.sysfs={root}") as e:
                     samples, types = e.scrape()
                     exported = {name for name, _ in samples} | set(types)
-                    port = free_port()
-                    cfg = os.path.join(tmp, "prometheus.yml")
-                    with open(cfg, "w") as f:
-                        f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-                                f"rule_files: ['{RULES}']\n"
-                                "scrape_configs:\n  - job_name: rdma-exporter\n    static_configs:\n"
-                                f"      - targets: ['127.0.0.1:{e.port}']\n")
-                    prom = subprocess.Popen([PROMETHEUS, f"--config.file={cfg}", f"--storage.tsdb.path={tmp}/data",
-                                             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                    try:
-                        self.check_live(f"http://127.0.0.1:{port}", exprs, rule_exprs, exported, hardware)
-                    finally:
-                        prom.terminate()
-                        prom.wait(timeout=30)
+                    with Prometheus(tmp, [f"127.0.0.1:{e.port}"], rule_files=[RULES], job="rdma-exporter") as prom:
+                        self.check_live(prom.url, exprs, rule_exprs, exported, hardware)
             finally:
                 ticker.terminate()
                 ticker.wait(timeout=10)

@@ -113,3 +113,37 @@ def value(samples, name, **labels):
 
 def series(samples, name):
     return {l: v for (n, l), v in samples.items() if n == name}
+
+
+class Prometheus:
+    """Debian's /usr/bin/prometheus on loopback scraping `targets` every second, with an optional
+    rules file; temporary data directory; stopped by PID on exit."""
+
+    def __init__(self, workdir, targets, rule_files=(), binary=None, job="rdma"):
+        binary = binary or os.environ.get("PROMETHEUS", "/usr/bin/prometheus")
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        cfg = os.path.join(workdir, "prometheus.yml")
+        rules = "".join(f"rule_files: ['{r}']\n" for r in rule_files[:1])
+        with open(cfg, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n" + rules +
+                    f"scrape_configs:\n  - job_name: {job}\n    static_configs:\n"
+                    f"      - targets: [{', '.join(repr(t) for t in targets)}]\n")
+        self.proc = subprocess.Popen([binary, f"--config.file={cfg}", f"--storage.tsdb.path={workdir}/prometheus-data",
+                                      f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()

@@ -15,10 +15,9 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.join(HERE, "..", "..")
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from exporter_harness import Exporter, free_port  # noqa: E402
+from exporter_harness import Exporter, Prometheus  # noqa: E402
 
 EXPORTER = os.environ.get("RDMA_EXPORTER", "")
-PROMETHEUS = os.environ.get("PROMETHEUS", "/usr/bin/prometheus")
 
 
 def query(base, expr):
@@ -38,24 +37,14 @@ class RealPrometheus(unittest.TestCase):
                 while not os.path.exists(os.path.join(root, "class/infiniband/mlx5_0")):
                     time.sleep(0.1)
                 with Exporter(EXPORTER, f"--path.sysfs={root}") as e:
-                    port = free_port()
-                    cfg = os.path.join(tmp, "prometheus.yml")
-                    with open(cfg, "w") as f:
-                        f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-                                "scrape_configs:\n  - job_name: rdma\n    static_configs:\n"
-                                f"      - targets: ['127.0.0.1:{e.port}']\n")
-                    prom = subprocess.Popen([PROMETHEUS, f"--config.file={cfg}", f"--storage.tsdb.path={tmp}/data",
-                                             f"--web.listen-address=127.0.0.1:{port}"],
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                    try:
-                        base = f"http://127.0.0.1:{port}"
+                    with Prometheus(tmp, [f"127.0.0.1:{e.port}"]) as prom:
                         # Prometheus batches target updates every 5 s; wait (bounded) for samples.
                         up, rate = [], []
                         for _ in range(120):
                             time.sleep(0.5)
                             try:
-                                up = query(base, 'up{job="rdma"}')
-                                rate = query(base, 'rate(rdma_port_transmit_bytes_total{device="mlx5_0"}[5s])')
+                                up = query(prom.url, 'up{job="rdma"}')
+                                rate = query(prom.url, 'rate(rdma_port_transmit_bytes_total{device="mlx5_0"}[5s])')
                             except OSError:
                                 continue
                             if up and rate and float(rate[0]["value"][1]) > 0:
@@ -64,9 +53,6 @@ class RealPrometheus(unittest.TestCase):
                         self.assertEqual(up[0]["value"][1], "1")
                         self.assertTrue(rate, "no rate series")
                         self.assertGreater(float(rate[0]["value"][1]), 0)
-                    finally:
-                        prom.terminate()
-                        prom.wait(timeout=30)
             finally:
                 ticker.terminate()
                 ticker.wait(timeout=10)
