@@ -77,7 +77,9 @@ mk_ecn vA "3" "3 5"
 mk_ecn ndgone0 "" "3"
 
 STATS=rx_queue_0_xdp_packets,rx_queue_0_xdp_bytes,peer_ifindex
-in_ns "$EXPORTER" --web.listen-address=127.0.0.1:9661 --path.sysfs="$TREE" --log.level=debug \
+# Not through in_ns: a backgrounded shell function is a subshell, and $! would be that subshell
+# rather than the exporter (ip netns exec execs into it), which cleanup must stop.
+ip netns exec "$NS" "$EXPORTER" --web.listen-address=127.0.0.1:9661 --path.sysfs="$TREE" --log.level=debug \
   --collector.disable-defaults --collector.netdev --collector.netdev.extra-stats="$STATS" >"$WORK/exporter.log" 2>&1 &
 EXPORTER_PID=$!
 for i in $(seq 200); do
