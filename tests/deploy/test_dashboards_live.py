@@ -24,9 +24,9 @@ REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
 import promql_util  # noqa: E402
-from exporter_harness import Exporter, Prometheus  # noqa: E402
+from exporter_harness import Exporter, Prometheus, take_exporter_arg  # noqa: E402
 
-EXPORTER = os.environ.get("RDMA_EXPORTER", "")
+EXPORTER = take_exporter_arg()
 RULES = os.path.join(REPO, "deploy", "prometheus", "rdma-exporter.rules.yml")
 # Short windows: the test's Prometheus scrapes every second.
 LIVE_BUILTINS = {"__rate_interval": "15s", "__interval": "2s", "__range": "1m"}
@@ -125,8 +125,4 @@ class LiveDashboards(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    if args and args[0] == "--exporter":
-        EXPORTER = args[1]
-        args = args[2:]
-    unittest.main(argv=[sys.argv[0], "-v", *args])
+    unittest.main(verbosity=2)

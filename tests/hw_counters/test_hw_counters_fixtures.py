@@ -6,7 +6,6 @@ value (u64, incl. 2^63 and 2^64-1), lifespan as seconds, gauges as gauges; the n
 metrics of each driver equal the vendor counters they come from. The expectations here are
 written from the kernel drivers independently of collectors/hw_counters/driver_tables.cpp.
 """
-import json
 import os
 import shutil
 import subprocess
@@ -16,10 +15,9 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from exporter_harness import Exporter, series, value  # noqa: E402
+from exporter_harness import Exporter, series, take_exporter_arg, value, write_tree  # noqa: E402
 
-EXPORTER = os.environ.get("RDMA_EXPORTER", "")
-GEN = os.path.join(HERE, "..", "fixtures", "sysfs_gen.py")
+EXPORTER = take_exporter_arg()
 
 DRIVER = {"mlx5_0": "mlx5", "mlx5_1": "mlx5", "mlx5_bond_0": "mlx5", "rxe0": "rxe", "bnxt_re0": "bnxt_re",
           "mlx4_0": "mlx4", "hfi1_0": "hfi1", "i40iw0": "i40iw", "efa_0": "efa", "irdma0": "irdma",
@@ -131,10 +129,7 @@ class HwCountersFixtures(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory(prefix="rdma-hw-fixtures-")
         root = os.path.join(cls.tmp.name, "sys")
-        manifest = os.path.join(cls.tmp.name, "manifest.json")
-        subprocess.run([sys.executable, GEN, root, "--manifest", manifest], check=True)
-        with open(manifest) as f:
-            cls.m = json.load(f)
+        cls.m = write_tree(root, with_manifest=True)
         with Exporter(EXPORTER, f"--path.sysfs={root}", "--collector.disable-defaults", "--collector.hw_counters") as e:
             cls.text = e.get()[2]
             cls.samples, cls.types = e.scrape()
@@ -234,8 +229,4 @@ class HwCountersFixtures(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    if args and args[0] == "--exporter":
-        EXPORTER = args[1]
-        args = args[2:]
-    unittest.main(argv=[sys.argv[0], "-v", *args])
+    unittest.main(verbosity=2)

@@ -4,16 +4,45 @@ Shared by the Python tests (fixtures, prometheus, deploy...). Stdlib only.
 """
 import contextlib
 import gzip
+import json
 import os
 import re
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
 
+SYSFS_GEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "sysfs_gen.py")
+
 SAMPLE_RE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
 LABEL_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def take_exporter_arg():
+    """The exporter binary: `--exporter PATH` (removed from sys.argv, so unittest never sees it),
+    else $RDMA_EXPORTER."""
+    argv = sys.argv
+    if len(argv) > 2 and argv[1] == "--exporter":
+        path = argv[2]
+        del argv[1:3]
+        return path
+    return os.environ.get("RDMA_EXPORTER", "")
+
+
+def write_tree(root, profile="fixtures", with_manifest=False):
+    """Writes a generated sysfs tree at root (tests/fixtures/sysfs_gen.py); returns its manifest
+    (every file written and its exact content) when asked for."""
+    args = [sys.executable, SYSFS_GEN, root, "--profile", profile]
+    manifest = root + ".manifest.json"
+    if with_manifest:
+        args += ["--manifest", manifest]
+    subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
+    if with_manifest:
+        with open(manifest) as f:
+            return json.load(f)
+    return None
 
 
 def free_port():

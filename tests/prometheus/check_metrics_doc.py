@@ -8,7 +8,6 @@ Scrapes the exporter (all default collectors) on the fixture tree and on the dem
 """
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -16,9 +15,9 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.join(HERE, "..", "..")
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from exporter_harness import Exporter  # noqa: E402
+from exporter_harness import Exporter, take_exporter_arg, write_tree  # noqa: E402
 
-EXPORTER = os.environ.get("RDMA_EXPORTER", "")
+EXPORTER = take_exporter_arg()
 MARKERS = ("*hardware*", "*ibsim*", "*vm*", "*netns*", "*prober*")
 SUFFIXES = ("_bucket", "_sum", "_count")
 
@@ -40,8 +39,7 @@ def exported():
     for profile in ("fixtures", "demo"):
         with tempfile.TemporaryDirectory() as tmp:
             root = os.path.join(tmp, "sys")
-            subprocess.run([sys.executable, os.path.join(REPO, "tests/fixtures/sysfs_gen.py"), root,
-                            "--profile", profile], check=True)
+            write_tree(root, profile)
             with Exporter(EXPORTER, f"--path.sysfs={root}") as e:
                 samples, types = e.scrape()
         for (name, labels) in samples:
@@ -77,8 +75,4 @@ class MetricsDoc(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    if args and args[0] == "--exporter":
-        EXPORTER = args[1]
-        args = args[2:]
-    unittest.main(argv=[sys.argv[0], "-v", *args])
+    unittest.main(verbosity=2)

@@ -15,9 +15,9 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.join(HERE, "..", "..")
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from exporter_harness import Exporter, Prometheus  # noqa: E402
+from exporter_harness import Exporter, Prometheus, take_exporter_arg  # noqa: E402
 
-EXPORTER = os.environ.get("RDMA_EXPORTER", "")
+EXPORTER = take_exporter_arg()
 
 
 def query(base, expr):
@@ -59,8 +59,4 @@ class RealPrometheus(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    if args and args[0] == "--exporter":
-        EXPORTER = args[1]
-        args = args[2:]
-    unittest.main(argv=[sys.argv[0], "-v", *args])
+    unittest.main(verbosity=2)

@@ -8,11 +8,10 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.join(HERE, "..", "..")
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from exporter_harness import Exporter  # noqa: E402
+from exporter_harness import Exporter, take_exporter_arg, write_tree  # noqa: E402
 
-EXPORTER = os.environ.get("RDMA_EXPORTER", "")
+EXPORTER = take_exporter_arg()
 
 
 def promtool_check(text):
@@ -24,8 +23,7 @@ class PromtoolClean(unittest.TestCase):
     def check_profile(self, profile):
         with tempfile.TemporaryDirectory() as tmp:
             root = os.path.join(tmp, "sys")
-            subprocess.run([sys.executable, os.path.join(REPO, "tests/fixtures/sysfs_gen.py"), root,
-                            "--profile", profile], check=True)
+            write_tree(root, profile)
             with Exporter(EXPORTER, f"--path.sysfs={root}") as e:
                 status, headers, text = e.get()
                 self.assertEqual(status, 200)
@@ -46,8 +44,4 @@ class PromtoolClean(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    if args and args[0] == "--exporter":
-        EXPORTER = args[1]
-        args = args[2:]
-    unittest.main(argv=[sys.argv[0], "-v", *args])
+    unittest.main(verbosity=2)

@@ -6,7 +6,10 @@ import sys
 import tempfile
 import unittest
 
-EXPORTER = os.environ.get("RDMA_EXPORTER", "")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from exporter_harness import take_exporter_arg  # noqa: E402
+
+EXPORTER = take_exporter_arg()
 
 
 def run(*args):
@@ -62,8 +65,4 @@ class Cli(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    if args and args[0] == "--exporter":
-        EXPORTER = args[1]
-        args = args[2:]
-    unittest.main(argv=[sys.argv[0], "-v", *args])
+    unittest.main(verbosity=2)
