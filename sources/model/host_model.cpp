@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <utility>
 
 #include "sources/sysfs/parse.h"
@@ -37,9 +38,28 @@ void add_netdev(std::vector<NetdevRef>& out, std::string name, std::string_view 
   out.push_back(NetdevRef{std::move(name), std::string(via)});
 }
 
+// The netdevs of the device's parent function (device/net), read once per device; dev_port
+// only matters, and is only read, when the function has several (mlx4 dual-port, IPoIB children).
+struct FunctionNetdev {
+  std::string name;
+  std::optional<std::uint64_t> dev_port;
+};
+std::vector<FunctionNetdev> function_netdevs(const std::string& dev_path) {
+  std::vector<FunctionNetdev> out;
+  auto nets = sysfs::list_names(dev_path + "/device/net");
+  if (!nets) return out;
+  for (auto& n : nets.value) {
+    FunctionNetdev f{n, std::nullopt};
+    if (nets.value.size() > 1)
+      if (auto dp = sysfs::read_u64(dev_path + "/device/net/" + n + "/dev_port")) f.dev_port = dp.value;
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 // The port's netdevs: the kernel's RoCE binding (gid_attrs/ndevs, the only view of a bond),
-// rxe's parent, then the parent device's netdevs matched on dev_port when it has several.
-void resolve_netdevs(const std::string& dev_path, PortModel& port, const std::string& rxe_parent) {
+// rxe's parent, then the parent function's netdevs (matched on dev_port = port - 1 when several).
+void resolve_netdevs(PortModel& port, const std::string& rxe_parent, const std::vector<FunctionNetdev>& function) {
   // Default GIDs (indices 0 and 1) are bound to the port's netdev; a few more cover VLANs and
   // macvlans. Only RoCE ports have the binding (InfiniBand ports answer EINVAL).
   if (port.link_layer == LinkLayer::kEthernet) {
@@ -51,17 +71,12 @@ void resolve_netdevs(const std::string& dev_path, PortModel& port, const std::st
     }
   }
   if (!rxe_parent.empty()) add_netdev(port.netdevs, rxe_parent, "parent");
-  auto nets = sysfs::list_names(dev_path + "/device/net");
-  if (!nets || nets.value.empty()) return;
-  if (nets.value.size() == 1) {
-    add_netdev(port.netdevs, nets.value.front(), "device_net");
+  if (function.size() == 1) {
+    add_netdev(port.netdevs, function.front().name, "device_net");
     return;
   }
-  // Several netdevs on one function (mlx4 dual-port, IPoIB children): dev_port = port - 1.
-  for (auto& n : nets.value) {
-    auto dp = sysfs::read_u64(dev_path + "/device/net/" + n + "/dev_port");
-    if (dp && dp.value + 1 == port.number) add_netdev(port.netdevs, n, "device_net");
-  }
+  for (const auto& f : function)
+    if (f.dev_port && *f.dev_port + 1 == port.number) add_netdev(port.netdevs, f.name, "device_net");
 }
 
 }  // namespace
@@ -121,6 +136,7 @@ std::shared_ptr<const HostModel> Discoverer::discover() const {
     auto parent = sysfs::read_attribute(dev.path + "/parent");
     auto parent_driver = sysfs::read_link_basename(dev.path + "/device/driver");
     dev.driver = driver_from(name, parent_driver ? parent_driver.value : "", parent.ok());
+    const auto function = function_netdevs(dev.path);
     for (auto& p : ports.value) {
       auto num = sysfs::parse_u64(p);
       if (!num || *num > 0xffff) continue;
@@ -131,7 +147,7 @@ std::shared_ptr<const HostModel> Discoverer::discover() const {
       auto ll = sysfs::read_attribute(port.path + "/link_layer");
       if (ll) port.link_layer = parse_link_layer(ll.value);
       else host->issues.push_back({port.path + "/link_layer", ll.error});
-      resolve_netdevs(dev.path, port, parent ? parent.value : "");
+      resolve_netdevs(port, parent ? parent.value : "", function);
       dev.ports.push_back(std::move(port));
     }
     std::sort(dev.ports.begin(), dev.ports.end(),
