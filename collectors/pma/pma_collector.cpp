@@ -49,6 +49,10 @@ class PmaCollector final : public exporter::Collector {
   struct PortState {
     std::optional<std::uint16_t> cap;
     bool vl_unsupported = false;
+    // Held across scrapes: one umad agent per port for the daemon's life (no open/register/close
+    // per scrape), and replies that come back after their deadline reach a registered agent and
+    // are counted as strays instead of arriving at a closed one.
+    std::shared_ptr<mad::MadClient> client;
   };
 
   static const model::PortModel* host_port(const model::HostModel& host, const std::string& dev, int port) {
@@ -68,8 +72,10 @@ class PmaCollector final : public exporter::Collector {
     const auto ports = mad::list_local_ports(&list_error);
     if (!list_error.empty()) ctx.errors.report("no_device", "umad", list_error);
     std::uint64_t queried = 0;
+    std::set<std::string> listed;
     for (const auto& lp : ports) {
       const std::string id = lp.ca + "/" + std::to_string(lp.port);
+      listed.insert(id);
       bool excluded = false;
       for (const auto& e : ctx.host.excluded) excluded |= e == lp.ca;
       if (excluded) continue;
@@ -86,19 +92,25 @@ class PmaCollector final : public exporter::Collector {
       ++queried;
       collect_port(ctx, lp, id, out);
     }
+    std::erase_if(state_, [&](const auto& kv) { return !listed.count(kv.first); });  // unplugged: close its agent
     out.gauge_u64("rdma_pma_local_ports", "Local InfiniBand ports queried through their PMA in this scrape.", {}, queried);
   }
 
   void collect_port(const exporter::ScrapeContext& ctx, const mad::LocalPort& lp, const std::string& id, MetricSink& out) {
-    std::string err;
-    auto client = mad::MadClient::shared(lp.ca, lp.port, &err);
-    if (!client) {
-      ctx.errors.report("no_device", id, "cannot open MAD port " + id + ": " + err);
-      return;
-    }
     PortState& st = state_[id];
+    if (!st.client) {
+      std::string err;
+      st.client = mad::MadClient::shared(lp.ca, lp.port, &err);
+      if (!st.client) {
+        ctx.errors.report("no_device", id, "cannot open MAD port " + id + ": " + err);
+        return;
+      }
+    }
+    const std::shared_ptr<mad::MadClient> client_ref = st.client;  // fail() may drop st.client
+    mad::MadClient& client = *client_ref;
     const auto port_select = static_cast<std::uint8_t>(lp.port);
     auto fail = [&](mad::PmaAttr a, const mad::PmaReply& r) {
+      if (r.outcome == mad::Outcome::kSendError) st.client.reset();  // reopen the umad port next scrape
       const std::string reason(r.outcome == mad::Outcome::kOk ? "malformed" : mad::outcome_label(r.outcome));
       ctx.errors.report(reason, id + "/" + std::string(mad::attr_name(a)),
                         "PMA " + std::string(mad::attr_name(a)) + " of " + id + " (lid " + std::to_string(lp.lid) +
@@ -107,7 +119,7 @@ class PmaCollector final : public exporter::Collector {
     PortReadings readings;
     if (!st.cap) {
       const mad::PmaQuery q{lp.lid, port_select, mad::PmaAttr::kClassPortInfo};
-      auto r = client->query(std::span(&q, 1), local_.query);
+      auto r = client.query(std::span(&q, 1), local_.query);
       if (r[0].outcome != mad::Outcome::kOk || !store(readings, q.attr, r[0])) {
         fail(q.attr, r[0]);
         return;
@@ -118,7 +130,7 @@ class PmaCollector final : public exporter::Collector {
     const auto attrs = attributes_for(*st.cap, local_.vl_xmit_wait && !st.vl_unsupported);
     std::vector<mad::PmaQuery> qs;
     for (auto a : attrs) qs.push_back({lp.lid, port_select, a});
-    auto replies = client->query(qs, local_.query);
+    auto replies = client.query(qs, local_.query);
     bool failed = false;
     for (std::size_t i = 0; i < qs.size(); ++i) {
       const auto& r = replies[i];

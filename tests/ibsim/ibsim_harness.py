@@ -70,6 +70,7 @@ class Sim:
         ensure_packages()
         self.dir = tempfile.mkdtemp(prefix="pma-ibsim-")
         self.procs = []
+        self.exporters = []  # their logs are printed by close() when one died
         self.env = dict(os.environ, IBSIM_SOCKNAME="pma-ibsim-%d-%d" % (os.getpid(), id(self) % 100000),
                         SIM_HOST=host, OSM_CACHE_DIR=self.dir, OSM_TMP_DIR=self.dir)
         self.shim = shim_path()
@@ -170,7 +171,13 @@ class Sim:
 
     def close(self):
         for p in self.procs:
+            if p.poll() is not None and p.returncode != 0:
+                print("process %s exited with %d" % (p.args[0], p.returncode))
+        for p in self.procs:
             stop_process(p)
+        for e in self.exporters:
+            if e.proc.returncode not in (0, None):
+                print("--- exporter log tail (exit %d) ---\n%s" % (e.proc.returncode, e.log()[-4000:]))
         if self.ibsim.poll() is None:
             try:
                 os.kill(self.ibsim.pid, signal.SIGCONT)
@@ -206,6 +213,7 @@ class Exporter:
                 "--collector.disable-defaults", "--collector.pma", "--log.level=debug"] + list(args)
         self.proc = sim.track(subprocess.Popen(argv, cwd=sim.dir, env=sim.shim_env, stdout=self.errlog,
                                                stderr=subprocess.STDOUT, text=True))
+        sim.exporters.append(self)
         self.port = None
         deadline = time.monotonic() + 20
         while self.port is None:

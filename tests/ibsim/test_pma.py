@@ -5,8 +5,8 @@ usage: test_pma.py <rdma_exporter> local|fabric|faults
 Exit 0 = pass, 77 = skipped (no simulator packages and no root to install them), else fail.
 """
 import os
-import shutil
 import signal
+import shutil
 import subprocess
 import sys
 import time
@@ -215,30 +215,53 @@ def case_faults(sim, exe):
              or get(e.metrics(), "rdma_pma_fabric_ports") == 6, 60, what="Hca3 port 2 errors or rediscovery")
     wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_ports") < 8, 60,
              what="rediscovery drops the unplugged link")
-    # 3. stalled simulator: timeouts, /metrics keeps answering from the snapshot
+    # 3. stalled fabric: the exporter's own port drops every MAD, so local and fabric queries all
+    #    time out; /metrics keeps answering from the snapshot. (Not SIGSTOP of ibsim: the SMP
+    #    replies it queues while stopped arrive after the timed-out discovery closed its MAD port,
+    #    and umad2sim 0.10 dereferences a freed agent slot for such a reply and kills the client;
+    #    a real kernel drops a reply for an unregistered agent.)
     local_before = sum(v for (n, l), v in e.metrics().items() if n == "rdma_exporter_collector_errors_total"
                        and dict(l).get("collector") == "pma")
-    os.kill(sim.ibsim.pid, signal.SIGSTOP)
+    sim.cmd('Error "Hca1"[1] 100')
     try:
         t0 = time.monotonic()
         answered = 0
         for _ in range(3):
             m = e.metrics(timeout=30)
             answered += 1
-        check(answered == 3, "/metrics answered 3 scrapes while ibsim was stopped (%.1f s)" % (time.monotonic() - t0))
+        check(answered == 3, "/metrics answered 3 scrapes while every MAD was dropped (%.1f s)" % (time.monotonic() - t0))
         check(any(n == "rdma_pma_fabric_refreshes_total" for n, _ in m), "fabric snapshot still served")
         local_after = sum(v for (n, l), v in m.items() if n == "rdma_exporter_collector_errors_total"
                           and dict(l).get("collector") == "pma")
         check(local_after > local_before, "local-mode timeouts counted (%d -> %d)" % (local_before, local_after))
-        check(e.proc.poll() is None, "exporter alive while the simulator is stopped")
+        check(e.proc.poll() is None, "exporter alive while the fabric is silent")
     finally:
-        os.kill(sim.ibsim.pid, signal.SIGCONT)
+        sim.cmd('Error "Hca1"[1] 0')
     refreshes = get(e.metrics(), "rdma_pma_fabric_refreshes_total")
     wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_refreshes_total") >= refreshes + 2, 60,
-             what="fabric loop recovers after SIGCONT")
+             what="fabric loop recovers when the port passes MADs again")
     eq(get(e.metrics(), "rdma_pma_local_ports"), 1, "local mode answers again")
     promtool_clean(e.text(), "faults")
     eq(e.stop(), 0, "exporter exits 0 on SIGTERM after the faults")
+    # 4. stopped simulator (SIGSTOP): nothing answers at all, so the exporter's own MAD deadline
+    #    must fire. Local mode only: it sends PMA MADs on its one long-lived port, so the replies
+    #    ibsim sends after SIGCONT arrive at a registered agent (see 3 for why no discovery runs).
+    e = Exporter(sim, exe, "--collector.pma.timeout=200ms", "--collector.pma.retries=0")
+    eq(get(e.metrics(), "rdma_pma_local_ports"), 1, "local-only exporter up")
+    os.kill(sim.ibsim.pid, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        m = e.metrics(timeout=30)
+        waited = time.monotonic() - t0
+        check(waited >= 0.2, "the scrape waited for the MAD deadline (%.2f s >= 0.2 s)" % waited)
+        check(get(m, "rdma_exporter_collector_errors_total", collector="pma", reason="timeout") >= 1,
+              "timeouts counted with the simulator stopped")
+        check(e.proc.poll() is None, "exporter alive while the simulator is stopped")
+    finally:
+        os.kill(sim.ibsim.pid, signal.SIGCONT)
+    wait_for(lambda: get(e.metrics(), "rdma_pma_port_symbol_errors_total", device="ibsim0", port="1") is not None,
+             60, what="local counters again after SIGCONT")
+    eq(e.stop(), 0, "local-only exporter exits 0 after the stop")
 
 
 def main():
