@@ -45,7 +45,7 @@ void append_u64(std::string& out, std::uint64_t v) {
   out.append(buf, p);
 }
 
-void write_histogram(std::string& out, const std::string& name, const Labels& labels, const HistogramValue& h) {
+void write_histogram(std::string& out, std::string_view name, const Labels& labels, const HistogramValue& h) {
   std::string bound;
   for (std::size_t i = 0; i < h.upper_bounds.size(); ++i) {
     bound.clear();
@@ -80,11 +80,14 @@ void write_histogram(std::string& out, const std::string& name, const Labels& la
 }  // namespace
 
 void append_escaped_label_value(std::string& out, std::string_view v) {
-  for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+  // Runs without a character to escape (nearly every value) are appended in one piece.
+  for (std::size_t start = 0;;) {
+    const std::size_t at = v.find_first_of("\\\"\n", start);
+    out.append(v.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
+    if (at == std::string_view::npos) return;
+    const char c = v[at];
+    out += c == '\\' ? "\\\\" : c == '"' ? "\\\"" : "\\n";
+    start = at + 1;
   }
 }
 

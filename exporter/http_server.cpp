@@ -1,8 +1,6 @@
 #include "exporter/http_server.h"
 
 #include <civetweb.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 
 #include <arpa/inet.h>
@@ -17,6 +15,7 @@
 #include <utility>
 
 #include "exporter/exposition.h"
+#include "exporter/tls/openssl_api.h"
 
 namespace rdma::exporter {
 namespace {
@@ -36,63 +35,6 @@ void send(mg_connection* conn, int status, std::string_view status_text, std::st
 int log_message(const mg_connection*, const char* message) {
   spdlog::debug("civetweb: {}", message);
   return 1;
-}
-
-std::string openssl_errors() {
-  std::string out;
-  while (unsigned long e = ERR_get_error()) {
-    char buf[256];
-    ERR_error_string_n(e, buf, sizeof buf);
-    out += (out.empty() ? "" : "; ") + std::string(buf);
-  }
-  return out.empty() ? "unknown OpenSSL error" : out;
-}
-
-// Accepts any client certificate (RequestClientCert, RequireAnyClientCert: presence only).
-int accept_any_certificate(int, X509_STORE_CTX*) { return 1; }
-
-// Builds the server SSL_CTX from the web config; throws std::runtime_error naming the file.
-SSL_CTX* make_ssl_ctx(const TlsServerConfig& t, const std::string& origin) {
-  ERR_clear_error();
-  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
-  if (!ctx) throw std::runtime_error("TLS: SSL_CTX_new failed: " + openssl_errors());
-  auto fail = [&](const std::string& what) {
-    std::string msg = origin + ": " + what + ": " + openssl_errors();
-    SSL_CTX_free(ctx);
-    throw std::runtime_error(msg);
-  };
-  SSL_CTX_set_min_proto_version(ctx, t.min_version ? t.min_version : TLS1_2_VERSION);
-  if (t.max_version) SSL_CTX_set_max_proto_version(ctx, t.max_version);
-  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
-  SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_ENABLE_PARTIAL_WRITE);
-  if (SSL_CTX_use_certificate_chain_file(ctx, t.cert_file.c_str()) != 1)
-    fail("tls_server_config.cert_file " + t.cert_file + " cannot be used");
-  if (SSL_CTX_use_PrivateKey_file(ctx, t.key_file.c_str(), SSL_FILETYPE_PEM) != 1)
-    fail("tls_server_config.key_file " + t.key_file + " cannot be used");
-  if (SSL_CTX_check_private_key(ctx) != 1) fail("tls_server_config.key_file does not match cert_file");
-  int mode = SSL_VERIFY_NONE;
-  SSL_verify_cb cb = nullptr;
-  switch (t.client_auth) {
-    case ClientAuth::kNoClientCert: break;
-    case ClientAuth::kRequestClientCert: mode = SSL_VERIFY_PEER; cb = accept_any_certificate; break;
-    case ClientAuth::kRequireAnyClientCert:
-      mode = SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
-      cb = accept_any_certificate;
-      break;
-    case ClientAuth::kVerifyClientCertIfGiven: mode = SSL_VERIFY_PEER; break;
-    case ClientAuth::kRequireAndVerifyClientCert: mode = SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT; break;
-  }
-  if (!t.client_ca_file.empty()) {
-    if (SSL_CTX_load_verify_locations(ctx, t.client_ca_file.c_str(), nullptr) != 1)
-      fail("tls_server_config.client_ca_file " + t.client_ca_file + " cannot be used");
-    STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(t.client_ca_file.c_str());
-    if (names) SSL_CTX_set_client_CA_list(ctx, names);
-  }
-  SSL_CTX_set_verify(ctx, mode, cb);
-  // Sessions are not resumed across restarts; a fixed id context keeps client-cert sessions valid.
-  static const unsigned char kSid[] = "rdma_exporter";
-  SSL_CTX_set_session_id_context(ctx, kSid, sizeof kSid - 1);
-  return ctx;
 }
 
 }  // namespace
@@ -116,7 +58,7 @@ HttpServer::HttpServer(HttpOptions opts, HttpHandlers handlers)
     : opts_(std::move(opts)), handlers_(std::move(handlers)), auth_(opts_.web.basic_auth_users) {
   std::string ports = civetweb_listening_port(opts_.listen_address);
   if (opts_.web.tls) {
-    ssl_ctx_ = make_ssl_ctx(*opts_.web.tls, opts_.web.origin);
+    ssl_ctx_ = tls::openssl().make_server_ctx(*opts_.web.tls, opts_.web.origin);
     ports += "s";
   }
   std::string threads = std::to_string(opts_.threads);
@@ -134,7 +76,7 @@ HttpServer::HttpServer(HttpOptions opts, HttpHandlers handlers)
   mg_init_library(opts_.web.tls ? MG_FEATURES_TLS : 0);
   ctx_ = mg_start(&callbacks, this, options);
   if (!ctx_) {
-    if (ssl_ctx_) SSL_CTX_free(static_cast<SSL_CTX*>(ssl_ctx_));
+    if (ssl_ctx_) tls::openssl().free_server_ctx(ssl_ctx_);
     ssl_ctx_ = nullptr;
     throw std::runtime_error("cannot listen on " + opts_.listen_address +
                              (opts_.web.tls ? " with TLS (address in use or invalid, or libssl.so not loadable?)"
@@ -173,7 +115,7 @@ HttpServer::~HttpServer() {
     stopped.store(true);
     waker.join();
   }
-  if (ssl_ctx_) SSL_CTX_free(static_cast<SSL_CTX*>(ssl_ctx_));
+  if (ssl_ctx_) tls::openssl().free_server_ctx(ssl_ctx_);
 }
 
 // civetweb asks for a context when it starts (*ssl_ctx == NULL: hand ours over, return 1) and

@@ -1,6 +1,9 @@
 #include "exporter/metrics.h"
 
+#include <iterator>
+#include <mutex>
 #include <stdexcept>
+#include <unordered_set>
 
 namespace rdma::exporter {
 
@@ -14,6 +17,23 @@ std::string_view type_name(MetricType t) {
   return "untyped";
 }
 
+namespace {
+// Metric names and help texts are few and fixed per driver and collector (never built from
+// sample values), so keeping one copy of each for the process's life is bounded.
+std::string_view intern(std::string_view s) {
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view v) const { return std::hash<std::string_view>{}(v); }
+  };
+  static std::mutex mu;
+  static std::unordered_set<std::string, Hash, std::equal_to<>> strings;  // nodes never move
+  std::lock_guard lock(mu);
+  auto it = strings.find(s);
+  if (it == strings.end()) it = strings.emplace(s).first;
+  return *it;
+}
+}  // namespace
+
 MetricFamily& MetricSink::family(std::string_view name, MetricType type, std::string_view help) {
   auto it = index_.find(name);
   if (it != index_.end()) {
@@ -21,8 +41,9 @@ MetricFamily& MetricSink::family(std::string_view name, MetricType type, std::st
     if (f.type != type) throw std::logic_error("metric " + std::string(name) + " declared with two types");
     return f;
   }
-  index_.emplace(std::string(name), families_.size());
-  families_.push_back(MetricFamily{std::string(name), std::string(help), type, {}});
+  const std::string_view stable_name = intern(name);
+  index_.emplace(stable_name, families_.size());
+  families_.push_back(MetricFamily{stable_name, intern(help), type, {}});
   return families_.back();
 }
 
@@ -34,9 +55,12 @@ void MetricSink::add(std::string_view name, MetricType type, std::string_view he
 void MetricSink::append(MetricSink&& other) {
   for (auto& f : other.families_) {
     auto& mine = family(f.name, f.type, f.help);
-    if (mine.samples.empty()) mine.samples = std::move(f.samples);
-    else
-      for (auto& s : f.samples) mine.samples.push_back(std::move(s));
+    if (mine.samples.empty()) {
+      mine.samples = std::move(f.samples);
+    } else {
+      mine.samples.insert(mine.samples.end(), std::make_move_iterator(f.samples.begin()),
+                          std::make_move_iterator(f.samples.end()));
+    }
   }
   other.families_.clear();
   other.index_.clear();

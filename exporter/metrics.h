@@ -33,8 +33,10 @@ struct Sample {
 };
 
 struct MetricFamily {
-  std::string name;
-  std::string help;
+  // Interned (see MetricSink::family): valid for the life of the process, so that the many
+  // short-lived sinks of a scrape do not each allocate every name and help text again.
+  std::string_view name;
+  std::string_view help;
   MetricType type = MetricType::kUntyped;
   std::vector<Sample> samples;
 };
@@ -71,7 +73,7 @@ class MetricSink {
     std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   std::vector<MetricFamily> families_;
-  std::unordered_map<std::string, std::size_t, Hash, std::equal_to<>> index_;
+  std::unordered_map<std::string_view, std::size_t, Hash, std::equal_to<>> index_;  // keys interned
 };
 
 }  // namespace rdma::exporter

@@ -103,12 +103,13 @@ class PortCollector final : public exporter::Collector {
 
   void collect_counters(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev,
                         const model::PortModel& port, const Labels& base, MetricSink& out) {
-    auto counters = sysfs::read_counter_dir(port.path + "/counters");
+    const std::string dir = port.path + "/counters";
+    auto counters = sysfs::read_counter_dir(dir);
     out.gauge("rdma_port_pma_counters_present",
               "1 when the port has a PMA counters/ directory (rxe, irdma, efa and other drivers have none).", base,
               counters.ok() ? 1.0 : 0.0);
     if (!counters) {
-      report_unless_absent(ctx.errors, counters.error, port.path + "/counters");
+      report_unless_absent(ctx.errors, counters.error, dir);
     } else {
       bool has_unicast = false;
       for (const auto& c : counters.value)
@@ -116,22 +117,23 @@ class PortCollector final : public exporter::Collector {
       const std::uint8_t data_width = data_counter_width(has_unicast, dev.driver);
       for (const auto& c : counters.value) {
         const CounterDef* def = find_counter(c.name);
-        emit_counter(ctx, port.path + "/counters/" + c.name, c, def, def && def->width == 0 ? data_width : 0, base, out);
+        emit_counter(ctx, dir, c, def, def && def->width == 0 ? data_width : 0, base, out);
       }
     }
-    auto legacy = sysfs::read_counter_dir(port.path + "/counters_ext");
+    const std::string legacy_dir = port.path + "/counters_ext";
+    auto legacy = sysfs::read_counter_dir(legacy_dir);
     if (legacy) {
-      for (const auto& c : legacy.value)
-        emit_counter(ctx, port.path + "/counters_ext/" + c.name, c, find_legacy_counter(c.name), 64, base, out);
+      for (const auto& c : legacy.value) emit_counter(ctx, legacy_dir, c, find_legacy_counter(c.name), 64, base, out);
     } else {
-      report_unless_absent(ctx.errors, legacy.error, port.path + "/counters_ext");
+      report_unless_absent(ctx.errors, legacy.error, legacy_dir);
     }
   }
 
-  static void emit_counter(const exporter::ScrapeContext& ctx, const std::string& path, const sysfs::CounterReading& c,
+  // dir: the counter's directory; its path is only built for an error report.
+  static void emit_counter(const exporter::ScrapeContext& ctx, const std::string& dir, const sysfs::CounterReading& c,
                            const CounterDef* def, std::uint8_t width_override, const Labels& base, MetricSink& out) {
     if (!c.value) {
-      ctx.errors.report_read(c.value.error, path);
+      ctx.errors.report_read(c.value.error, dir + "/" + c.name);
       return;
     }
     const std::uint64_t v = c.value.value;

@@ -1,12 +1,9 @@
 #include "collectors/prober/handshake.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/rand.h>
-
 #include <cstring>
 #include <random>
+
+#include "exporter/tls/openssl_api.h"
 
 namespace rdma::collectors::prober {
 namespace {
@@ -232,20 +229,18 @@ std::vector<std::uint8_t> encode_frame(const Message& m, std::string_view secret
 
 std::array<std::uint8_t, kMacSize> hmac_sha256(std::string_view key, std::span<const std::uint8_t> data) {
   std::array<std::uint8_t, kMacSize> out{};
-  unsigned int len = 0;
-  static const std::uint8_t kEmpty = 0;
-  HMAC(EVP_sha256(), key.empty() ? static_cast<const void*>(&kEmpty) : static_cast<const void*>(key.data()), static_cast<int>(key.size()), data.data(), data.size(), out.data(),
-       &len);
+  tls::openssl().hmac_sha256(reinterpret_cast<const std::uint8_t*>(key.data()), key.size(), data.data(), data.size(),
+                             out.data());
   return out;
 }
 
 bool equal_constant_time(std::span<const std::uint8_t> a, std::span<const std::uint8_t> b) {
-  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+  return a.size() == b.size() && tls::openssl().equal_constant_time(a.data(), b.data(), a.size());
 }
 
 Nonce random_nonce() {
   Nonce n{};
-  if (RAND_bytes(n.data(), static_cast<int>(n.size())) != 1) {
+  if (!tls::openssl().random_bytes(n.data(), n.size())) {
     std::random_device rd;
     for (auto& x : n) x = static_cast<std::uint8_t>(rd());
   }

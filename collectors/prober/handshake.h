@@ -105,7 +105,7 @@ Decoded decode_frame(std::span<const std::uint8_t> bytes, std::string_view secre
 
 std::vector<std::uint8_t> encode_frame(const Message& m, std::string_view secret, std::span<const std::uint8_t> context);
 
-// HMAC-SHA256 (OpenSSL) and a constant-time comparison.
+// HMAC-SHA256 and a constant-time comparison (OpenSSL, through exporter/tls/openssl_api.h).
 std::array<std::uint8_t, kMacSize> hmac_sha256(std::string_view key, std::span<const std::uint8_t> data);
 bool equal_constant_time(std::span<const std::uint8_t> a, std::span<const std::uint8_t> b);
 Nonce random_nonce();
