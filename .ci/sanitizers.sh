@@ -2,7 +2,7 @@
 # Sanitizer builds of the tests (cmake/Sanitizers.cmake: -DRDMA_EXPORTER_SANITIZE=...):
 #   asan:  address,undefined over the unit, fixtures and hardening tests (not load/prometheus/vm:
 #          the first is about timing under load, the others need guests or take minutes)
-#   tsan:  thread over the threaded parts: HTTP server + scraper + collectors + prober unit tests
+#   tsan:  thread over the threaded parts: HTTP server + scraper + collectors (fixture daemons fan out per device) + prober unit tests
 #          (label unit, which includes the hardening Catch2 cases) and the daemon's lifecycle and
 #          fault tests (real process: signals, reload, scrapes in a loop).
 # Only the executables those tests run are built (read from `ctest --show-only`); deploy.* (packaging,
@@ -79,7 +79,7 @@ status=0 results=() start=$SECONDS
 # The load test's RSS bound means nothing under a sanitizer's allocator; deploy.* test packaging.
 case "$WHAT" in
   asan|all) run asan "address,undefined" "-L unit|fixtures|hardening -LE load|prometheus|vm|ibsim|netns -E ^deploy\." ;;&
-  tsan|all) run tsan "thread" "-L unit -E ^deploy\." "-R ^hardening\.(lifecycle|faults)$" ;;
+  tsan|all) run tsan "thread" "-L unit|fixtures -LE vm|ibsim|netns|prometheus -E ^deploy\." "-R ^hardening\.(lifecycle|faults)$" ;;
 esac
 summary="sanitizers:"; for r in "${results[@]}"; do summary+=" $r;"; done
 echo "$summary total $((SECONDS - start))s"

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <thread>
 #include <vector>
 
@@ -12,22 +13,20 @@
 
 namespace rdma::exporter {
 
-// Calls fn(item, sink) for every item on up to max_threads threads (the calling thread is one
-// of them) and appends each item's samples to out in item order. fn must be thread-safe
-// across different items. Exceptions propagate after all threads have joined.
-template <class Item, class Fn>
-void for_each_parallel(const std::vector<Item>& items, unsigned max_threads, MetricSink& out, Fn&& fn) {
-  if (items.empty()) return;
-  const unsigned threads =
-      std::max(1u, std::min<unsigned>({max_threads, std::max(1u, std::thread::hardware_concurrency()),
-                                       static_cast<unsigned>(items.size())}));
-  std::vector<MetricSink> sinks(items.size());
-  std::vector<std::exception_ptr> errors(items.size());
+// Calls fn(i) for every i in [0, n) on up to max_threads threads (the calling thread is one of
+// them). fn must be thread-safe across different i. Exceptions propagate after all threads
+// have joined (the first index's first).
+template <class Fn>
+void parallel_for(std::size_t n, unsigned max_threads, Fn&& fn) {
+  if (n == 0) return;
+  const unsigned threads = std::max(
+      1u, std::min<unsigned>({max_threads, std::max(1u, std::thread::hardware_concurrency()), static_cast<unsigned>(n)}));
+  std::vector<std::exception_ptr> errors(n);
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < items.size();) {
+    for (std::size_t i; (i = next.fetch_add(1)) < n;) {
       try {
-        fn(items[i], sinks[i]);
+        fn(i);
       } catch (...) {
         errors[i] = std::current_exception();
       }
@@ -39,6 +38,14 @@ void for_each_parallel(const std::vector<Item>& items, unsigned max_threads, Met
   for (auto& t : pool) t.join();
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
+}
+
+// Calls fn(item, sink) for every item on up to max_threads threads and appends each item's
+// samples to out in item order. fn must be thread-safe across different items.
+template <class Item, class Fn>
+void for_each_parallel(const std::vector<Item>& items, unsigned max_threads, MetricSink& out, Fn&& fn) {
+  std::vector<MetricSink> sinks(items.size());
+  parallel_for(items.size(), max_threads, [&](std::size_t i) { fn(items[i], sinks[i]); });
   for (auto& s : sinks) out.append(std::move(s));
 }
 

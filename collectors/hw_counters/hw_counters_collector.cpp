@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "collectors/hw_counters/driver_tables.h"
+#include "exporter/parallel.h"
 #include "sources/netlink/rdma_client.h"
 #include "sources/sysfs/reader.h"
 
@@ -113,6 +114,22 @@ std::vector<sysfs::CounterReading> HwCountersCollector::read_port(const exporter
   return std::move(r.value);
 }
 
+HwCountersCollector::DeviceReadings HwCountersCollector::read_device(const exporter::ScrapeContext& ctx,
+                                                                   const model::DeviceModel& dev) {
+  DeviceReadings r;
+  const std::string dir = dev.path + "/hw_counters";
+  auto d = sysfs::read_counter_dir(dir);
+  if (d) {
+    sysfs_reads_ += d.value.size();
+    r.device = std::move(d.value);
+  } else if (d.error != ReadError::kNotFound) {
+    ctx.errors.report_read(d.error, dir);
+  }
+  r.ports.reserve(dev.ports.size());
+  for (const auto& port : dev.ports) r.ports.push_back(read_port(ctx, dev, port, port.path + "/hw_counters"));
+  return r;
+}
+
 void HwCountersCollector::collect(const exporter::ScrapeContext& ctx, MetricSink& out) {
   if (settings_.netlink != NetlinkMode::kOff && !bulk_tried_) {
     bulk_tried_ = true;
@@ -158,23 +175,26 @@ void HwCountersCollector::collect(const exporter::ScrapeContext& ctx, MetricSink
     }
   };
 
-  for (const auto& dev : ctx.host.devices) {
+  // Read every device first, several at once (on mlx5 each sysfs file is a firmware command),
+  // then emit in device order on this thread, which owns the wrap state. RDMA netlink is one
+  // socket, so with it the reads stay on this thread too (one request per port is cheap).
+  const auto& devices = ctx.host.devices;
+  std::vector<DeviceReadings> reads(devices.size());
+  const bool netlink = bulk_ && settings_.netlink != NetlinkMode::kOff;
+  exporter::parallel_for(devices.size(), netlink ? 1 : kMaxThreads,
+                         [&](std::size_t i) { reads[i] = read_device(ctx, devices[i]); });
+
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const model::DeviceModel& dev = devices[i];
     Values device_values;
-    const std::string ddir = dev.path + "/hw_counters";
-    auto d = sysfs::read_counter_dir(ddir);
-    if (d) {
-      sysfs_reads_ += d.value.size();
-      emit(kDeviceLevel, dev, nullptr, ddir, d.value, device_values);
-    } else if (d.error != ReadError::kNotFound) {
-      ctx.errors.report_read(d.error, ddir);
-    }
+    if (reads[i].device) emit(kDeviceLevel, dev, nullptr, dev.path + "/hw_counters", *reads[i].device, device_values);
 
     const auto rows = mapping_for(dev.driver);
-    for (const auto& port : dev.ports) {
-      const std::string pdir = port.path + "/hw_counters";
-      const auto readings = read_port(ctx, dev, port, pdir);
+    for (std::size_t p = 0; p < dev.ports.size(); ++p) {
+      const model::PortModel& port = dev.ports[p];
+      const auto& readings = reads[i].ports[p];
       Values port_values;
-      if (!readings.empty()) emit(kPortLevel, dev, &port.number_label, pdir, readings, port_values);
+      if (!readings.empty()) emit(kPortLevel, dev, &port.number_label, port.path + "/hw_counters", readings, port_values);
 
       // Device-level counters stand for the port only on single-port devices (mana, efa).
       const Values* device_scope = dev.ports.size() == 1 ? &device_values : nullptr;

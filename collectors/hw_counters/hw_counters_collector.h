@@ -5,8 +5,10 @@
 // is the same either way (netlink also shows the optional counters the user enabled).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,7 +52,15 @@ class HwCountersCollector final : public exporter::Collector {
   std::uint64_t sysfs_reads() const { return sysfs_reads_; }
 
  private:
-  struct Source;
+  // One device's hw_counters as read, before anything is emitted.
+  struct DeviceReadings {
+    std::optional<std::vector<sysfs::CounterReading>> device;  // absent: no device-level directory
+    std::vector<std::vector<sysfs::CounterReading>> ports;     // one per DeviceModel::ports entry
+  };
+  static constexpr unsigned kMaxThreads = 4;  // devices read at once (sysfs)
+
+  // Thread-safe across devices when RDMA netlink is not in use.
+  DeviceReadings read_device(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev);
   std::vector<sysfs::CounterReading> read_port(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev,
                                                const model::PortModel& port, const std::string& dir);
 
@@ -58,7 +68,7 @@ class HwCountersCollector final : public exporter::Collector {
   std::unique_ptr<BulkPortReader> bulk_;
   bool bulk_tried_ = false;
   int open_errno_ = 0;
-  std::uint64_t sysfs_reads_ = 0;
+  std::atomic<std::uint64_t> sysfs_reads_{0};
   WrapExtender wrap_;
 };
 
