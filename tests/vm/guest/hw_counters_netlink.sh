@@ -17,7 +17,7 @@ BENCH_SCRAPES=${VM_BENCH_SCRAPES:-10}
 DEVS=(rxe0 rxe1)
 
 HW=$(hw_collector_name)
-[[ -n "$HW" ]] || { echo "SKIP: $EXPORTER has no hw_counters collector"; exit 77; }
+[[ -n "$HW" ]] || { echo "FATAL: $EXPORTER has no hw_counters collector"; exit 1; }
 
 stop_exporter() {
   [[ -n "$EXPORTER_PID" ]] && { kill "$EXPORTER_PID" 2>/dev/null; wait "$EXPORTER_PID" 2>/dev/null; }
