@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sanitizer builds of the tests (cmake/Sanitizers.cmake: -DRDMA_EXPORTER_SANITIZE=...):
-#   asan:  address,undefined over the unit, fixtures and hardening tests (not load/prometheus/vm:
-#          the first is about timing under load, the others need guests or take minutes)
+#   asan:  address,undefined over every test but load (timing under load), vm (the guest runs the
+#          binary under TCG emulation: minutes more per test) and deploy.* (packaging): unit,
+#          fixtures, hardening, prometheus (real Prometheus and promtool), ibsim, netns
 #   tsan:  thread over the threaded parts: HTTP server + scraper + collectors (fixture daemons fan out per device) + prober unit tests
 #          (label unit, which includes the hardening Catch2 cases) and the daemon's lifecycle and
 #          fault tests (real process: signals, reload, scrapes in a loop).
@@ -71,14 +72,16 @@ run() {  # name sanitize "ctest selection" ["ctest selection" ...]: the union of
 
 case "$WHAT" in asan|tsan|all) ;; *) echo "usage: $0 [asan|tsan|all]" >&2; exit 2 ;; esac
 logs() { echo "log_path=$ROOT/build-$1/sanitizer-logs/$2"; }
-export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:$(logs asan asan)"
+# verify_asan_link_order=0: the ibsim tests LD_PRELOAD the umad2sim shim ahead of the runtime.
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:verify_asan_link_order=0:suppressions=$ROOT/.ci/asan.supp:print_suppressions=0:$(logs asan asan)"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:$(logs asan ubsan)"
+export LSAN_OPTIONS="suppressions=$ROOT/.ci/lsan.supp:print_suppressions=0"
 # Suppressions: third-party false positives only, each with its reason (tsan.supp).
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$ROOT/.ci/tsan.supp:$(logs tsan tsan)"
 status=0 results=() start=$SECONDS
 # The load test's RSS bound means nothing under a sanitizer's allocator; deploy.* test packaging.
 case "$WHAT" in
-  asan|all) run asan "address,undefined" "-L unit|fixtures|hardening -LE load|prometheus|vm|ibsim|netns -E ^deploy\." ;;&
+  asan|all) run asan "address,undefined" "-LE load|vm -E ^deploy\." ;;&
   tsan|all) run tsan "thread" "-L unit|fixtures -LE vm|ibsim|netns|prometheus -E ^deploy\." "-R ^hardening\.(lifecycle|faults)$" ;;
 esac
 summary="sanitizers:"; for r in "${results[@]}"; do summary+=" $r;"; done

@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <charconv>
+#include <stdexcept>
 #include <cmath>
 
 namespace rdma::exporter {
@@ -108,30 +109,72 @@ void append_value(std::string& out, const SampleValue& v) {
   else if (auto* d = std::get_if<double>(&v)) append_double(out, *d);
 }
 
+namespace {
+void write_header(std::string& out, std::string_view name, std::string_view help, MetricType type) {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  append_help(out, help);
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type_name(type);
+  out += '\n';
+}
+
+void write_samples(std::string& out, const MetricFamily& f) {
+  for (const auto& s : f.samples) {
+    if (auto* h = std::get_if<HistogramValue>(&s.value)) {
+      write_histogram(out, f.name, s.labels, *h);
+      continue;
+    }
+    out += f.name;
+    append_labels(out, s.labels);
+    out += ' ';
+    append_value(out, s.value);
+    out += '\n';
+  }
+}
+}  // namespace
+
 void write_text(const std::vector<MetricFamily>& families, std::string& out) {
   for (const auto& f : families) {
     if (f.samples.empty()) continue;
-    out += "# HELP ";
-    out += f.name;
-    out += ' ';
-    append_help(out, f.help);
-    out += "\n# TYPE ";
-    out += f.name;
-    out += ' ';
-    out += type_name(f.type);
-    out += '\n';
-    for (const auto& s : f.samples) {
-      if (auto* h = std::get_if<HistogramValue>(&s.value)) {
-        write_histogram(out, f.name, s.labels, *h);
-        continue;
-      }
-      out += f.name;
-      append_labels(out, s.labels);
-      out += ' ';
-      append_value(out, s.value);
-      out += '\n';
-    }
+    write_header(out, f.name, f.help, f.type);
+    write_samples(out, f);
   }
+}
+
+void TextAccumulator::add(MetricSink&& part) {
+  for (const auto& f : part.families()) {
+    if (f.samples.empty()) continue;
+    auto [it, inserted] = index_.try_emplace(f.name, families_.size());
+    if (inserted) families_.push_back(Family{f.name, f.help, f.type, {}});
+    Family& mine = families_[it->second];
+    if (mine.type != f.type) throw std::logic_error("metric " + std::string(f.name) + " declared with two types");
+    write_samples(mine.lines, f);
+  }
+  part = MetricSink();
+}
+
+std::string TextAccumulator::finish() && {
+  std::size_t size = 0;
+  for (const auto& f : families_) size += f.lines.size() + f.help.size() + 2 * f.name.size() + 32;
+  std::string out;
+  out.reserve(size);
+  for (auto& f : families_) {
+    write_header(out, f.name, f.help, f.type);
+    out += f.lines;
+    std::string().swap(f.lines);  // release as we go: the peak stays near one copy of the text
+  }
+  families_.clear();
+  index_.clear();
+  return out;
+}
+
+void write_text(const MetricSink& sink, std::string& out) {
+  write_text(sink.families(), out);
+  for (const auto& block : sink.rendered()) out += *block;
 }
 
 std::string gzip_compress(std::string_view data, int level) {

@@ -180,7 +180,7 @@ int HttpServer::serve_metrics(mg_connection* conn) {
          "too many concurrent scrapes (--web.max-concurrent-scrapes)\n", "Retry-After: 1\r\n");
     return 503;
   }
-  std::string text;
+  std::shared_ptr<const std::string> text;
   try {
     text = handlers_.metrics_text();
   } catch (const std::exception& e) {
@@ -191,13 +191,13 @@ int HttpServer::serve_metrics(mg_connection* conn) {
   }
   const char* ae = mg_get_header(conn, "Accept-Encoding");
   if (ae && accepts_gzip(ae)) {
-    std::string gz = gzip_compress(text);
+    std::string gz = gzip_compress(*text);
     if (!gz.empty()) {
       send(conn, 200, "OK", kTextContentType, gz, "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n");
       return 200;
     }
   }
-  send(conn, 200, "OK", kTextContentType, text, "Vary: Accept-Encoding\r\n");
+  send(conn, 200, "OK", kTextContentType, *text, "Vary: Accept-Encoding\r\n");
   return 200;
 }
 

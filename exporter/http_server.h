@@ -34,7 +34,8 @@ struct HttpOptions {
 };
 
 struct HttpHandlers {
-  std::function<std::string()> metrics_text;  // renders the whole exposition
+  // Renders the whole exposition; shared, so that a large text is never copied per request.
+  std::function<std::shared_ptr<const std::string>()> metrics_text;
   std::function<std::string()> landing_html;
 };
 

@@ -62,8 +62,10 @@ void MetricSink::append(MetricSink&& other) {
                           std::make_move_iterator(f.samples.end()));
     }
   }
+  for (auto& r : other.rendered_) rendered_.push_back(std::move(r));
   other.families_.clear();
   other.index_.clear();
+  other.rendered_.clear();
 }
 
 std::size_t MetricSink::sample_count() const {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -63,6 +64,12 @@ class MetricSink {
   }
 
   // Appends another sink's families (used to join the collectors' outputs).
+  // Exposition text rendered ahead of the scrape (a background snapshot: the fabric loop's tens
+  // of thousands of samples are rendered once per refresh, not copied per scrape). Written after
+  // the families; its families must not also be added here as samples.
+  void append_rendered(std::shared_ptr<const std::string> text) { rendered_.push_back(std::move(text)); }
+  const std::vector<std::shared_ptr<const std::string>>& rendered() const { return rendered_; }
+
   void append(MetricSink&& other);
   const std::vector<MetricFamily>& families() const { return families_; }
   std::size_t sample_count() const;
@@ -73,6 +80,7 @@ class MetricSink {
     std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   std::vector<MetricFamily> families_;
+  std::vector<std::shared_ptr<const std::string>> rendered_;
   std::unordered_map<std::string_view, std::size_t, Hash, std::equal_to<>> index_;  // keys interned
 };
 

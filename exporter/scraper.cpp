@@ -177,37 +177,36 @@ void Scraper::add_self_metrics(MetricSink& out, const std::vector<std::pair<Slot
   if (self_metrics_hook_) self_metrics_hook_(out);
 }
 
-std::string Scraper::scrape_text() {
+std::shared_ptr<const std::string> Scraper::scrape_text() {
   std::unique_lock lock(flight_mu_);
-  if (in_flight_) {
-    const auto generation = flight_generation_;
-    flight_cv_.wait(lock, [&] { return flight_generation_ != generation; });
-    if (flight_error_) std::rethrow_exception(flight_error_);
-    return *flight_text_;
+  if (auto joined = flight_) {
+    flight_cv_.wait(lock, [&] { return joined->done; });
+    // Waiters fail the way the collection did.
+    if (joined->error) std::rethrow_exception(joined->error);
+    return joined->text;
   }
-  in_flight_ = true;
+  auto flight = std::make_shared<Flight>();
+  flight_ = flight;
   lock.unlock();
-  auto text = std::make_shared<std::string>();
+  std::shared_ptr<const std::string> text;
+  std::exception_ptr error;
   try {
     auto sink = collect();
-    text->reserve(64 * 1024);
-    write_text(sink.families(), *text);
+    auto rendered = std::make_shared<std::string>();
+    rendered->reserve(64 * 1024);
+    write_text(sink, *rendered);
+    text = std::move(rendered);
   } catch (...) {
-    // Waiters must not hang on a failed collection: they fail the same way.
-    lock.lock();
-    in_flight_ = false;
-    flight_error_ = std::current_exception();
-    ++flight_generation_;
-    flight_cv_.notify_all();
-    throw;
+    error = std::current_exception();
   }
   lock.lock();
-  in_flight_ = false;
-  flight_error_ = nullptr;
-  flight_text_ = text;
-  ++flight_generation_;
+  flight->text = text;
+  flight->error = error;
+  flight->done = true;
+  flight_.reset();  // the next request starts a new collection
   flight_cv_.notify_all();
-  return *text;
+  if (error) std::rethrow_exception(error);
+  return text;
 }
 
 }  // namespace rdma::exporter

@@ -42,7 +42,7 @@ class Scraper {
   // Collects and renders the text format. Requests that arrive while a collection is running
   // wait for it and share its text (single flight): 100 concurrent scrapers cost one
   // collection, and firmware-backed files are never read by two scrapes at once.
-  std::string scrape_text();
+  std::shared_ptr<const std::string> scrape_text();
 
   void start();  // starts background collectors
   void stop();   // stops them; idempotent
@@ -65,12 +65,15 @@ class Scraper {
   bool stopped_ = false;
   std::function<void(MetricSink&)> self_metrics_hook_;
 
+  // The collection running now, if any; its text lives only as long as someone holds it.
+  struct Flight {
+    bool done = false;
+    std::shared_ptr<const std::string> text;
+    std::exception_ptr error;
+  };
   std::mutex flight_mu_;
   std::condition_variable flight_cv_;
-  bool in_flight_ = false;
-  std::uint64_t flight_generation_ = 0;
-  std::shared_ptr<const std::string> flight_text_;
-  std::exception_ptr flight_error_;
+  std::shared_ptr<Flight> flight_;
 };
 
 }  // namespace rdma::exporter

@@ -4,7 +4,8 @@
 
 usage: bench.py <rdma_exporter> [leaves] [hosts_per_leaf] [spines] [perfquery_sample]
 Defaults: 18 leaves x (18 hosts + 18 uplinks), 18 spines -> 1296 cabled ports.
-Prints ports, fabric refresh time (with and without discovery), ports/s, and the perfquery loop.
+Prints ports, fabric refresh time (with and without discovery), ports/s, the exporter's memory, and the
+perfquery loop.
 """
 import os
 import sys
@@ -60,6 +61,10 @@ def main():
         print("exporter: %d ports (%d answered, %d MAD errors), refresh without discovery %.3f s = %.0f ports/s; "
               "discovery %.3f s; %d MADs in 3 refreshes; /metrics %.3f s, %d bytes"
               % (ports, ok, errors, dur, ports / dur, disc, mads, scrape, len(body)))
+        status = dict(l.split(":", 1) for l in open("/proc/%d/status" % e.proc.pid) if ":" in l)
+        print("exporter memory after %d refreshes and %d scrapes: RSS %.1f MiB, peak (VmHWM) %.1f MiB"
+              % (get(m, "rdma_pma_fabric_refreshes_total"), 2, int(status["VmRSS"].split()[0]) / 1024,
+                 int(status["VmHWM"].split()[0]) / 1024))
         e.stop()
         # perfquery -x per port, as infiniband_exporter runs it: a sample of switch ports
         lids = sim.lids()

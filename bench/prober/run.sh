@@ -59,18 +59,24 @@ threads() {  # "name utime stime" for every thread of a process, clock ticks
 calibrate() {  # user CPU seconds of the awk loop of bench/prober/calibrate.sh (and wall seconds)
   local TIMEFORMAT='%U %R'; { time awk 'BEGIN { for (i = 0; i < 20000000; i++) s += i }'; } 2>&1 | awk '{ printf "user %.2f s (wall %.2f s)", $1, $2 }'; }
 
-# "WINDOW@INTERVAL": the default poll window at a 1 ms interval too (hot kernel paths, as ib_write_lat)
-for wi in $WINDOWS 50us@1ms; do
-  win=${wi%@*}; iv=20ms; [[ $wi == *@* ]] && iv=${wi#*@}
-  echo "== prober median RTT, poll window $win (1 peer, $iv interval, ${RTT_SECS}s)"
-  start_pair "$EXP" 1 "$iv" --collector.prober.poll-window="$win"
+# "WINDOW[@INTERVAL[@PEERS]]": also the default window at a 1 ms interval, and with HOT_PEERS
+# QPs at 1 ms each: that many probes per second keep the emulated kernel paths as hot as
+# ib_write_lat's back-to-back ping-pong does, the like-for-like comparison in a TCG guest.
+HOT_PEERS=${HOT_PEERS:-16}
+for wi in $WINDOWS 50us@1ms "50us@1ms@$HOT_PEERS"; do
+  IFS=@ read -r win iv peers <<<"$wi"
+  iv=${iv:-20ms}; peers=${peers:-1}
+  echo "== prober median RTT, poll window $win ($peers peer(s), $iv interval each, ${RTT_SECS}s)"
+  start_pair "$EXP" "$peers" "$iv" --collector.prober.poll-window="$win"
   sleep "$RTT_SECS"
   scrape >"$W/m1"
   stop_pair
   awk '
-    /^rdma_prober_rtt_seconds_bucket/ { match($0, /le="[^"]+"/); le = substr($0, RSTART + 4, RLENGTH - 5); n++; b[n] = le; c[n] = $NF }
-    /^rdma_prober_rtt_seconds_count/ { total = $NF }
-    /^rdma_prober_probes_lost_total/ { lost = $NF }
+    # summed over the peers: buckets by le (in the order of the first series), counts, losses
+    /^rdma_prober_rtt_seconds_bucket/ { match($0, /le="[^"]+"/); le = substr($0, RSTART + 4, RLENGTH - 5)
+                                        if (!(le in at)) { n++; at[le] = n; b[n] = le }; c[at[le]] += $NF }
+    /^rdma_prober_rtt_seconds_count/ { total += $NF }
+    /^rdma_prober_probes_lost_total/ { lost += $NF }
     /^rdma_prober_poll_completions_total/ { polled = $NF }
     /^rdma_prober_poll_window_exhausted_total/ { missed = $NF }
     /^rdma_prober_post_seconds_total/ { post = $NF }

@@ -3,12 +3,15 @@
 #include <infiniband/ibnetdisc.h>
 #include <spdlog/spdlog.h>
 
+#include <malloc.h>
+
 #include <chrono>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "collectors/pma/pma_metrics.h"
+#include "exporter/exposition.h"
 
 namespace rdma::collectors::pma {
 
@@ -124,9 +127,9 @@ void FabricLoop::run() {
   }
 }
 
-void FabricLoop::publish(exporter::MetricSink sink) {
+void FabricLoop::publish(std::string text) {
   auto s = std::make_shared<Snapshot>();
-  s->sink = std::move(sink);
+  s->text = std::make_shared<const std::string>(std::move(text));
   s->taken = Clock::now();
   std::lock_guard lock(snap_mu_);
   snap_ = std::move(s);
@@ -139,10 +142,9 @@ void FabricLoop::collect(exporter::MetricSink& out) const {
     s = snap_;
   }
   if (!s) return;
-  exporter::MetricSink copy = s->sink;
-  copy.gauge("rdma_pma_fabric_snapshot_age_seconds", "Seconds since the fabric snapshot served here was taken.", {},
-             std::chrono::duration<double>(Clock::now() - s->taken).count());
-  out.append(std::move(copy));
+  out.append_rendered(s->text);
+  out.gauge("rdma_pma_fabric_snapshot_age_seconds", "Seconds since the fabric snapshot served here was taken.", {},
+            std::chrono::duration<double>(Clock::now() - s->taken).count());
 }
 
 bool FabricLoop::rediscover(std::string* err) {
@@ -161,7 +163,8 @@ bool FabricLoop::rediscover(std::string* err) {
 
 void FabricLoop::refresh_once() {
   const auto t0 = Clock::now();
-  exporter::MetricSink sink;
+  exporter::TextAccumulator text;  // the port series, node by node
+  exporter::MetricSink sink;       // the loop's own series
   if (!client_) {
     std::string err;
     client_ = mad::MadClient::shared(o_.ca, o_.port, &err);
@@ -279,6 +282,7 @@ void FabricLoop::refresh_once() {
     if (any_unreachable) rediscover_ = true;  // a node may have gone: look again next time
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       const FabricNode& n = nodes[i];
+      exporter::MetricSink node_sink;  // rendered after each node: samples never pile up
       for (std::size_t p = 0; p < n.ports.size(); ++p) {
         const FabricPort& fp = n.ports[p];
         ++ports_seen;
@@ -286,8 +290,9 @@ void FabricLoop::refresh_once() {
         exporter::Labels base{{"node_guid", n.guid_label}, {"node_name", n.name},       {"node_type", n.type},
                               {"port", std::to_string(fp.number)}, {"remote_guid", fp.remote_guid},
                               {"remote_name", fp.remote_name}, {"remote_port", fp.remote_port}};
-        emit_port(readings[i][p], "rdma_pma_fabric_port_", base, sink);
+        emit_port(readings[i][p], "rdma_pma_fabric_port_", base, node_sink);
       }
+      text.add(std::move(node_sink));
     }
   }
   ++refreshes_;
@@ -314,7 +319,11 @@ void FabricLoop::refresh_once() {
                    "PMA queries to this node that failed after every retry, by reason (timeout, mad_status, send_error, malformed).",
                    {{"node_guid", guid}, {"node_name", e.name}, {"reason", reason}}, count);
   }
-  publish(std::move(sink));
+  text.add(std::move(sink));
+  publish(std::move(text).finish());
+  // A refresh of a large fabric allocates and frees megabytes of text and samples; hand the
+  // pages back instead of keeping the peak resident until the next refresh.
+  malloc_trim(0);
 }
 
 }  // namespace rdma::collectors::pma

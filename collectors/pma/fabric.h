@@ -64,11 +64,11 @@ class FabricLoop {
 
  private:
   struct Snapshot {
-    exporter::MetricSink sink;
+    std::shared_ptr<const std::string> text;  // rendered once per refresh: scrapes share it
     std::chrono::steady_clock::time_point taken;
   };
   void run();
-  void publish(exporter::MetricSink sink);
+  void publish(std::string text);
 
   FabricOptions o_;
   mad::NodeNameMap names_;

@@ -69,7 +69,9 @@ HttpOptions local(int max_scrapes = 4) {
   return o;
 }
 
-HttpHandlers simple() { return {[] { return std::string("up 1\n"); }, [] { return std::string("<html/>"); }}; }
+HttpHandlers simple() {
+  return {[] { return std::make_shared<const std::string>("up 1\n"); }, [] { return std::string("<html/>"); }};
+}
 
 }  // namespace
 
@@ -116,7 +118,7 @@ TEST_CASE("http: scrapes over the limit get 503 at once, other endpoints keep an
                    ++inside;
                    cv.notify_all();
                    cv.wait(lock, [&] { return release; });
-                   return std::string("up 1\n");
+                   return std::make_shared<const std::string>("up 1\n");
                  },
                  [] { return std::string("<html/>"); }};
   HttpServer s(local(2), h);
