@@ -452,11 +452,11 @@ void VerbsTransport::push_event(TransportEvent e) {
 
 // ---------------------------------------------------------------- loop thread
 
-void VerbsTransport::wait(int timeout_ms, std::vector<TransportEvent>& out) {
-  const std::size_t before = out.size();
-  // 1. Probes were just posted: poll the CQs for up to poll_window (user space, no system call
-  //    with mlx5 or rxe), as ib_write_lat does, but bounded. The completion's time is taken right
-  //    after the poll that found it, as after a wake-up.
+// Right after a post: poll the CQs for up to poll_window (user space, no system call with mlx5
+// or rxe), as ib_write_lat does, but bounded. The completion's time is taken right after the
+// poll that found it, as after a wake-up. Called per probe, so that probes due at the same moment
+// do not add their posting time to each other's round trip.
+void VerbsTransport::poll_fresh(std::vector<TransportEvent>& out) {
   if (!fresh_.empty() && opts_.poll_window.count() > 0) {
     const auto deadline = Clock::now() + opts_.poll_window;
     for (;;) {
@@ -473,7 +473,15 @@ void VerbsTransport::wait(int timeout_ms, std::vector<TransportEvent>& out) {
 #endif
     }
   }
-  fresh_.clear();
+  fresh_.clear();  // what the window missed is left to the completion channel
+}
+
+void VerbsTransport::wait(int timeout_ms, std::vector<TransportEvent>& out) {
+  const std::size_t before = out.size();
+  // 1. Completions the post-probe polls found, then anything still fresh.
+  for (auto& e : settled_) out.push_back(std::move(e));
+  settled_.clear();
+  poll_fresh(out);
   take_events(out);
   if (out.size() > before) return;  // work to do now: no sleep, no epoll_wait
   // 2. Sleep. Arm the CQs that have probes outstanding, then poll once more: a completion that
@@ -562,7 +570,7 @@ std::size_t VerbsTransport::poll_cq(Device& d, std::vector<TransportEvent>& out)
   return raw_.size();
 }
 
-std::optional<TimePoint> VerbsTransport::post_probe(std::uint64_t link, std::uint64_t probe, std::string& reason) {
+std::optional<TimePoint> VerbsTransport::post_locked(std::uint64_t link, std::uint64_t probe, std::string& reason) {
   std::lock_guard lock(mu_);
   auto it = conns_.find(link);
   if (it == conns_.end()) return reason = "post_no_qp", std::nullopt;
@@ -596,6 +604,12 @@ std::optional<TimePoint> VerbsTransport::post_probe(std::uint64_t link, std::uin
   ++c.outstanding, ++d.outstanding;
   fresh_.push_back(probe);
   return t;
+}
+
+std::optional<TimePoint> VerbsTransport::post_probe(std::uint64_t link, std::uint64_t probe, std::string& reason) {
+  auto posted = post_locked(link, probe, reason);
+  if (posted) poll_fresh(settled_);  // poll_cq takes mu_ itself
+  return posted;
 }
 
 void VerbsTransport::close(std::uint64_t link) {

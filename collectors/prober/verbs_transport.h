@@ -86,6 +86,8 @@ class VerbsTransport final : public Transport {
   void do_connect(const ConnectRequest& r, std::uint64_t attempt);
   void push_event(TransportEvent e);
   std::size_t poll_cq(Device& d, std::vector<TransportEvent>& out);
+  void poll_fresh(std::vector<TransportEvent>& out);
+  std::optional<TimePoint> post_locked(std::uint64_t link, std::uint64_t probe, std::string& reason);
   void take_events(std::vector<TransportEvent>& out);
   Device* device(const std::string& name);
 
@@ -105,8 +107,10 @@ class VerbsTransport final : public Transport {
   std::map<std::string, std::uint64_t> handshakes_;
   std::atomic<std::uint64_t> responder_qps_{0}, wakeups_{0}, polled_{0}, poll_misses_{0};
   std::atomic<bool> have_events_{false};  // events_ is not empty (checked without the lock)
-  // Loop thread only: probes posted since the last wait(), and a reused poll buffer.
+  // Loop thread only: probes posted and not yet settled by the post-probe poll, completions that
+  // poll found (handed out by the next wait()), and a reused poll buffer.
   std::vector<std::uint64_t> fresh_;
+  std::vector<TransportEvent> settled_;
   struct RawCompletion {
     std::uint64_t wr_id;
     std::uint32_t qpn;
