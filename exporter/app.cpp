@@ -216,6 +216,11 @@ int run(int argc, const char* const* argv) {
       fresh.resolve(cli);
       auto next = std::shared_ptr<Scraper>(build_scraper(fresh));
       next->set_self_metrics_hook([&stats](MetricSink& out) { daemon_self_metrics(stats, out); });
+      // The web config too (rotated certificates, changed users); applied only when valid, and
+      // before the new scraper starts, so that a bad one changes nothing.
+      WebConfig next_web;
+      if (auto path = fresh.get_string("web.config.file"); !path.empty()) next_web = load_web_config(path);
+      server->reload_web_config(next_web);
       next->start();
       std::shared_ptr<Scraper> old;
       {

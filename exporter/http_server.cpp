@@ -55,7 +55,7 @@ std::string civetweb_listening_port(const std::string& listen_address) {
 }
 
 HttpServer::HttpServer(HttpOptions opts, HttpHandlers handlers)
-    : opts_(std::move(opts)), handlers_(std::move(handlers)), auth_(opts_.web.basic_auth_users) {
+    : opts_(std::move(opts)), handlers_(std::move(handlers)), auth_(std::make_shared<BasicAuthenticator>(opts_.web.basic_auth_users)) {
   std::string ports = civetweb_listening_port(opts_.listen_address);
   if (opts_.web.tls) {
     ssl_ctx_ = tls::openssl().make_server_ctx(*opts_.web.tls, opts_.web.origin);
@@ -118,6 +118,17 @@ HttpServer::~HttpServer() {
   if (ssl_ctx_) tls::openssl().free_server_ctx(ssl_ctx_);
 }
 
+void HttpServer::reload_web_config(const WebConfig& next) {
+  if (next.tls.has_value() != tls())
+    throw std::runtime_error((next.origin.empty() ? std::string("--web.config.file") : next.origin) +
+                             ": switching TLS on or off needs a restart");
+  void* ctx = next.tls ? tls::openssl().make_server_ctx(*next.tls, next.origin) : nullptr;  // may throw
+  auto auth = std::make_shared<BasicAuthenticator>(next.basic_auth_users);
+  if (ctx) tls::openssl().use_server_ctx(ctx);
+  std::lock_guard lock(auth_mu_);
+  auth_ = std::move(auth);
+}
+
 // civetweb asks for a context when it starts (*ssl_ctx == NULL: hand ours over, return 1) and
 // again when it frees its own (non-NULL: return 0 so that civetweb frees it, as with its own).
 int HttpServer::external_ssl_ctx(void** ssl_ctx, void* self) {
@@ -134,7 +145,12 @@ int HttpServer::handle(mg_connection* conn) {
   const mg_request_info* ri = mg_get_request_info(conn);
   std::string_view method = ri->request_method;
   std::string_view uri = ri->local_uri ? ri->local_uri : "";
-  if (auth_.enabled() && !auth_.check(mg_get_header(conn, "Authorization"))) {
+  std::shared_ptr<BasicAuthenticator> auth;
+  {
+    std::lock_guard lock(auth_mu_);
+    auth = auth_;
+  }
+  if (auth->enabled() && !auth->check(mg_get_header(conn, "Authorization"))) {
     ++stats_.unauthorized;
     send(conn, 401, "Unauthorized", "text/plain; charset=utf-8", "unauthorized\n",
          "WWW-Authenticate: Basic realm=\"rdma_exporter\", charset=\"UTF-8\"\r\n");

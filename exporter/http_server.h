@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,6 +60,10 @@ class HttpServer {
   // Port actually bound (useful with port 0 in tests).
   int port() const { return port_; }
   bool tls() const { return opts_.web.tls.has_value(); }
+  // SIGHUP: new certificate/key/client CA files and basic-auth users for every connection from
+  // now on. Throws (changing nothing) on a TLS error, or when TLS would be switched on or off,
+  // which needs a restart.
+  void reload_web_config(const WebConfig& next);
   const HttpStats& stats() const { return stats_; }
 
  private:
@@ -68,7 +73,8 @@ class HttpServer {
   int serve_metrics(mg_connection* conn);
   HttpOptions opts_;
   HttpHandlers handlers_;
-  BasicAuthenticator auth_;
+  std::mutex auth_mu_;
+  std::shared_ptr<BasicAuthenticator> auth_;  // replaced whole on reload
   HttpStats stats_;
   std::atomic<int> scrapes_in_flight_{0};
   void* ssl_ctx_ = nullptr;  // SSL_CTX* until civetweb takes it

@@ -13,7 +13,7 @@ struct TlsServerConfig;
 
 namespace rdma::tls {
 
-inline constexpr int kOpenSslApiVersion = 1;
+inline constexpr int kOpenSslApiVersion = 2;
 
 struct OpenSslApi {
   int version;
@@ -21,6 +21,10 @@ struct OpenSslApi {
   // origin and names the key and file at fault.
   void* (*make_server_ctx)(const exporter::TlsServerConfig& config, const std::string& origin);
   void (*free_server_ctx)(void* ctx);
+  // Certificate rotation: every handshake from now on uses ctx (made by make_server_ctx, owned
+  // here from now on) instead of the one the server started with; nullptr goes back to that.
+  // Connections already open keep theirs.
+  void (*use_server_ctx)(void* ctx);
   void (*hmac_sha256)(const std::uint8_t* key, std::size_t key_size, const std::uint8_t* data, std::size_t size,
                       std::uint8_t out[32]);
   bool (*equal_constant_time)(const void* a, const void* b, std::size_t size);

@@ -6,8 +6,10 @@
 #include <openssl/rand.h>
 #include <openssl/ssl.h>
 
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "exporter/tls/openssl_api.h"
 #include "exporter/web_config.h"
@@ -32,6 +34,26 @@ std::string openssl_errors() {
 int accept_any_certificate(int, X509_STORE_CTX*) { return 1; }
 
 // Builds the server SSL_CTX from the web config; throws std::runtime_error naming the file.
+// The context of the last reload (nullptr: none). Each handshake switches to it in its
+// ClientHello callback, which runs before the server picks its certificate; SNI is not needed
+// (Prometheus sends none when it scrapes an IP address).
+std::mutex current_mu;
+SSL_CTX* current = nullptr;
+
+int switch_to_current(SSL* ssl, int*, void*) {
+  std::lock_guard lock(current_mu);
+  if (current && SSL_get_SSL_CTX(ssl) != current) {
+    SSL_set_SSL_CTX(ssl, current);  // certificate, key, CA store; takes its own reference
+    SSL_set_verify(ssl, SSL_CTX_get_verify_mode(current), SSL_CTX_get_verify_callback(current));
+  }
+  return SSL_CLIENT_HELLO_SUCCESS;
+}
+
+void use_server_ctx(void* ctx) {
+  std::lock_guard lock(current_mu);
+  SSL_CTX_free(std::exchange(current, static_cast<SSL_CTX*>(ctx)));  // NULL-safe
+}
+
 void* make_server_ctx(const TlsServerConfig& t, const std::string& origin) {
   ERR_clear_error();
   SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
@@ -69,6 +91,7 @@ void* make_server_ctx(const TlsServerConfig& t, const std::string& origin) {
     if (names) SSL_CTX_set_client_CA_list(ctx, names);
   }
   SSL_CTX_set_verify(ctx, mode, cb);
+  SSL_CTX_set_client_hello_cb(ctx, switch_to_current, nullptr);
   // Sessions are not resumed across restarts; a fixed id context keeps client-cert sessions valid.
   static const unsigned char kSid[] = "rdma_exporter";
   SSL_CTX_set_session_id_context(ctx, kSid, sizeof kSid - 1);
@@ -88,7 +111,8 @@ bool equal_constant_time(const void* a, const void* b, std::size_t size) { retur
 
 bool random_bytes(std::uint8_t* out, std::size_t size) { return RAND_bytes(out, static_cast<int>(size)) == 1; }
 
-const OpenSslApi kApi{kOpenSslApiVersion, make_server_ctx, free_server_ctx, hmac_sha256, equal_constant_time, random_bytes};
+const OpenSslApi kApi{kOpenSslApiVersion, make_server_ctx, free_server_ctx, use_server_ctx, hmac_sha256,
+                     equal_constant_time, random_bytes};
 
 }  // namespace
 }  // namespace rdma::tls

@@ -60,6 +60,8 @@ def make_certs(d):
     leaf("server", "ca", "localhost", "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
     leaf("client", "ca", "prometheus", "extendedKeyUsage=clientAuth\n")
     leaf("intruder", "otherca", "intruder", "extendedKeyUsage=clientAuth\n")
+    # The certificate a rotation replaces server.crt with (another CA, so that curl tells them apart).
+    leaf("rotated", "otherca", "localhost", "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
 
 
 class Daemon:

@@ -4,8 +4,10 @@ curl (certificate verification, 401 without / 200 with credentials, client certi
 configs (clear error, non-zero exit), and the installed layout (DT_RPATH $ORIGIN/../lib/rdma_exporter)."""
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 import unittest
 
 from hlib import Daemon, args, bcrypt, empty_sysfs, make_certs, run_to_exit, parse_text, value
@@ -106,6 +108,56 @@ class TlsAuth(unittest.TestCase):
             self.assertNotEqual(code, 200)
             self.assertIsNone(d.proc.poll())
 
+    def test_sighup_rotates_certificate_and_users(self):
+        """SIGHUP re-reads the web config: new certificate and users for new connections; a bad
+        one (broken key, or TLS switched off) keeps the running one and counts a failed reload."""
+        for ext in ("crt", "key"):
+            shutil.copy(os.path.join(self.d, f"server.{ext}"), os.path.join(self.d, f"live.{ext}"))
+        live = lambda users_hash, tls=True: self.web(  # noqa: E731
+            ("tls_server_config:\n  cert_file: live.crt\n  key_file: live.key\n" if tls else "")
+            + f"basic_auth_users:\n  prometheus: '{users_hash}'\n", "live.yml")
+        cfg = live(self.hash)
+        ca, other = os.path.join(self.d, "ca.crt"), os.path.join(self.d, "otherca.crt")
+        with Daemon(EXE, f"--web.config.file={cfg}", f"--path.sysfs={self.sys}", cafile=ca,
+                    auth=("prometheus", "s3cret")) as d:
+            url = f"https://localhost:{d.port}/metrics"
+            self.assertEqual(curl("--cacert", ca, "-u", "prometheus:s3cret", url)[:2], (0, 200))
+            self.assertEqual(curl("--cacert", other, "-u", "prometheus:s3cret", url)[0], 60)
+
+            def reload_and_wait(cacert, user, want_result):
+                d.proc.send_signal(signal.SIGHUP)
+                deadline = time.monotonic() + 20
+                while True:
+                    rc, code, body, err = curl("--cacert", cacert, "-u", user, url)
+                    if rc == 0 and code == 200:
+                        got = value(parse_text(body)[0], "rdma_exporter_config_reloads_total", result=want_result)
+                        if got is not None and int(got) >= 1:
+                            return parse_text(body)[0]
+                    self.assertLess(time.monotonic(), deadline, f"no reload ({want_result}): {rc} {code} {err}")
+                    time.sleep(0.1)
+
+            # Rotate: another CA's certificate, another password.
+            for ext in ("crt", "key"):
+                shutil.copy(os.path.join(self.d, f"rotated.{ext}"), os.path.join(self.d, f"live.{ext}"))
+            live(bcrypt("n3w"))
+            reload_and_wait(other, "prometheus:n3w", "success")
+            self.assertEqual(curl("--cacert", ca, "-u", "prometheus:n3w", url)[0], 60, "old certificate still served")
+            self.assertEqual(curl("--cacert", other, "-u", "prometheus:s3cret", url)[1], 401, "old password accepted")
+            # A broken key, then TLS switched off: both refused, the rotated setup keeps serving.
+            with open(os.path.join(self.d, "live.key"), "w") as f:
+                f.write("not a key\n")
+            samples = reload_and_wait(other, "prometheus:n3w", "failure")
+            self.assertEqual(value(samples, "rdma_exporter_config_last_reload_successful"), "0")
+            live(bcrypt("n3w"), tls=False)
+            d.proc.send_signal(signal.SIGHUP)
+            deadline = time.monotonic() + 20
+            while int(value(parse_text(curl("--cacert", other, "-u", "prometheus:n3w", url)[2])[0],
+                            "rdma_exporter_config_reloads_total", result="failure")) < 2:
+                self.assertLess(time.monotonic(), deadline, "TLS switch-off not refused")
+                time.sleep(0.1)
+            self.assertIn("switching TLS on or off needs a restart", d.log())
+            self.assertIsNone(d.proc.poll(), "exporter died: " + d.log())
+
     def test_bad_web_configs_exit_non_zero_with_a_clear_error(self):
         cases = {
             "missing.yml": (None, "cannot open web config file"),
@@ -144,7 +196,7 @@ class TlsAuth(unittest.TestCase):
         self.assertIn("(RPATH)", dyn)
         self.assertIn("[$ORIGIN/../lib/rdma_exporter]", dyn)
         self.assertNotIn(A.build_dir, dyn)
-        for lib in ("libssl.so", "libcrypto.so"):
+        for lib in ("libssl.so", "libcrypto.so", "librdma_exporter_openssl.so"):
             self.assertTrue(os.path.isfile(os.path.join(prefix, "lib", "rdma_exporter", lib)), lib)
         cfg = self.tls_auth_config()
         ca = os.path.join(self.d, "ca.crt")
