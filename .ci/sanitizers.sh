@@ -4,8 +4,9 @@
 #          binary under TCG emulation: minutes more per test) and deploy.* (packaging): unit,
 #          fixtures, hardening, prometheus (real Prometheus and promtool), ibsim, netns
 #   tsan:  thread over the threaded parts: HTTP server + scraper + collectors (fixture daemons fan out per device) + prober unit tests
-#          (label unit, which includes the hardening Catch2 cases) and the daemon's lifecycle and
-#          fault tests (real process: signals, reload, scrapes in a loop).
+#          (label unit, which includes the hardening Catch2 cases), the daemon's lifecycle and
+#          fault tests (real process: signals, reload, scrapes in a loop), and the prober's verbs
+#          threads in the Soft-RoCE guest (tests/vm/guest/prober_mesh.sh with the TSan daemon).
 # Only the executables those tests run are built (read from `ctest --show-only`); deploy.* (packaging,
 # cpack would build every target) are left out. Sanitizer reports go to build-*/sanitizer-logs/.
 # Usage: .ci/sanitizers.sh [asan|tsan|all]   (default all). Time on 2 cores: see docs/security.md.
@@ -70,6 +71,23 @@ run() {  # name sanitize "ctest selection" ["ctest selection" ...]: the union of
   echo "sanitizers[$name]: $verdict, build ${built}s, tests $((SECONDS - t0 - built))s"
 }
 
+# The prober's verbs threads (posting, polling, the completion channel, connector, responder)
+# only run against RDMA devices: the TSan daemon also runs the VM's prober mesh test (two
+# exporters probing each other over Soft-RoCE, one stopped and restarted). The guest sees the
+# build tree read-write at the same path, so reports land in sanitizer-logs/ as on the host.
+tsan_vm() {
+  local build="$ROOT/build-tsan" t0=$SECONDS rc=0
+  "$ROOT/tests/vm/vm-run.sh" --build "$build" --timeout 300 -- env TSAN_OPTIONS="$TSAN_OPTIONS" \
+    "$ROOT/tests/vm/guest/prober_mesh.sh" || rc=1
+  if compgen -G "$build/sanitizer-logs/*" >/dev/null; then
+    rc=1
+    for f in "$build"/sanitizer-logs/*; do echo "=== $f"; head -80 "$f"; done
+  fi
+  local verdict=ok; [ $rc -eq 0 ] || { verdict=FAILED; status=1; }
+  results+=("tsan-vm $verdict ($((SECONDS - t0))s)")
+  echo "sanitizers[tsan-vm]: $verdict, $((SECONDS - t0))s"
+}
+
 case "$WHAT" in asan|tsan|all) ;; *) echo "usage: $0 [asan|tsan|all]" >&2; exit 2 ;; esac
 logs() { echo "log_path=$ROOT/build-$1/sanitizer-logs/$2"; }
 # verify_asan_link_order=0: the ibsim tests LD_PRELOAD the umad2sim shim ahead of the runtime.
@@ -82,7 +100,8 @@ status=0 results=() start=$SECONDS
 # The load test's RSS bound means nothing under a sanitizer's allocator; deploy.* test packaging.
 case "$WHAT" in
   asan|all) run asan "address,undefined" "-LE load|vm -E ^deploy\." ;;&
-  tsan|all) run tsan "thread" "-L unit|fixtures -LE vm|ibsim|netns|prometheus -E ^deploy\." "-R ^hardening\.(lifecycle|faults)$" ;;
+  tsan|all) run tsan "thread" "-L unit|fixtures -LE vm|ibsim|netns|prometheus -E ^deploy\." "-R ^hardening\.(lifecycle|faults)$"
+            tsan_vm ;;
 esac
 summary="sanitizers:"; for r in "${results[@]}"; do summary+=" $r;"; done
 echo "$summary total $((SECONDS - start))s"
