@@ -39,6 +39,17 @@ for t in json.load(open(os.path.join(build, ".all.json"))).get("tests", []):
 print(" ".join(sorted(names)))' "$build"
 }
 
+verdict() {  # name build rc "timing": a part fails on a failed test or on any report file left
+  local name="$1" build="$2" rc="$3" timing="$4"
+  if compgen -G "$build/sanitizer-logs/*" >/dev/null; then
+    rc=1
+    for f in "$build"/sanitizer-logs/*; do echo "=== $f"; head -80 "$f"; done
+  fi
+  local v=ok; [ "$rc" -eq 0 ] || { v=FAILED; status=1; }
+  results+=("$name $v ($timing)")
+  echo "sanitizers[$name]: $v, $timing"
+}
+
 run() {  # name sanitize "ctest selection" ["ctest selection" ...]: the union of the selections
   local name="$1" san="$2"; shift 2
   local build="$ROOT/build-$name"
@@ -62,13 +73,7 @@ run() {  # name sanitize "ctest selection" ["ctest selection" ...]: the union of
     # shellcheck disable=SC2086
     (cd "$build" && ctest --output-on-failure -j"$JOBS" $sel) || rc=1
   done
-  if compgen -G "$build/sanitizer-logs/*" >/dev/null; then
-    rc=1
-    for f in "$build"/sanitizer-logs/*; do echo "=== $f"; head -80 "$f"; done
-  fi
-  local verdict=ok; [ $rc -eq 0 ] || { verdict=FAILED; status=1; }
-  results+=("$name $verdict (build ${built}s, tests $((SECONDS - t0 - built))s)")
-  echo "sanitizers[$name]: $verdict, build ${built}s, tests $((SECONDS - t0 - built))s"
+  verdict "$name" "$build" $rc "build ${built}s, tests $((SECONDS - t0 - built))s"
 }
 
 # The prober's verbs threads (posting, polling, the completion channel, connector, responder)
@@ -79,13 +84,7 @@ tsan_vm() {
   local build="$ROOT/build-tsan" t0=$SECONDS rc=0
   "$ROOT/tests/vm/vm-run.sh" --build "$build" --timeout 300 -- env TSAN_OPTIONS="$TSAN_OPTIONS" \
     "$ROOT/tests/vm/guest/prober_mesh.sh" || rc=1
-  if compgen -G "$build/sanitizer-logs/*" >/dev/null; then
-    rc=1
-    for f in "$build"/sanitizer-logs/*; do echo "=== $f"; head -80 "$f"; done
-  fi
-  local verdict=ok; [ $rc -eq 0 ] || { verdict=FAILED; status=1; }
-  results+=("tsan-vm $verdict ($((SECONDS - t0))s)")
-  echo "sanitizers[tsan-vm]: $verdict, $((SECONDS - t0))s"
+  verdict tsan-vm "$build" $rc "$((SECONDS - t0))s"
 }
 
 case "$WHAT" in asan|tsan|all) ;; *) echo "usage: $0 [asan|tsan|all]" >&2; exit 2 ;; esac
