@@ -17,6 +17,7 @@
 #include "collectors/prober/engine.h"
 #include "collectors/prober/verbs_transport.h"
 #include "exporter/collector.h"
+#include "exporter/tls/openssl_api.h"
 
 namespace rdma::collectors::prober {
 namespace {
@@ -391,6 +392,11 @@ RDMA_REGISTER_COLLECTOR({
             {"node-name", exporter::OptionType::kString, "", "Name sent in handshakes (default: host name)."},
         },
     .create = [](const exporter::CollectorSettings& s, const exporter::GlobalContext&) -> std::unique_ptr<exporter::Collector> {
+      try {
+        tls::openssl();  // handshakes need it on the prober's threads: fail at start, not there
+      } catch (const std::runtime_error& e) {
+        throw ConfigError(std::string("collectors.prober: ") + e.what());
+      }
       return std::make_unique<ProberCollector>(settings_from(s));
     },
 });
