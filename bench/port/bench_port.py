@@ -26,7 +26,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.join(HERE, "..", "..")
 sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
-from exporter_harness import Exporter, free_port, parse_text  # noqa: E402
+from exporter_harness import Exporter, free_port, parse_text, rss_kib  # noqa: E402
 
 
 class Client:
@@ -54,14 +54,6 @@ def scrape_once(url):
 
 def count_series(text):
     return sum(1 for l in text.splitlines() if l and not l.startswith("#"))
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def main():

@@ -8,7 +8,6 @@ import signal
 import ssl
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -17,7 +16,8 @@ import warnings
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
-from exporter_harness import free_port, parse_text, value, series  # noqa: E402,F401
+from exporter_harness import (Exporter, free_port, parse_text, rss_kib, series, stop_process,  # noqa: E402,F401
+                              value)
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -64,25 +64,22 @@ def make_certs(d):
     leaf("rotated", "otherca", "localhost", "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
 
 
-class Daemon:
-    """The real rdma_exporter on 127.0.0.1:<free port>; https when cafile is given."""
+class Daemon(Exporter):
+    """The shared launcher (tests/lib/exporter_harness.py) plus https when cafile is given (with an
+    optional client certificate), basic auth, request() that returns error statuses, signals."""
 
     def __init__(self, binary, *extra, cafile=None, auth=None, env=None, wait=True, client_cert=None):
-        self.port = free_port()
-        self.scheme = "https" if cafile else "http"
-        self.base = f"{self.scheme}://{'localhost' if cafile else '127.0.0.1'}:{self.port}"
         self.ctx = None
         if cafile:
             self.ctx = ssl.create_default_context(cafile=cafile)
             if client_cert:
                 self.ctx.load_cert_chain(*client_cert)
         self.auth = auth
-        self.logf = tempfile.NamedTemporaryFile(prefix="rdma_exporter-hard-", suffix=".log", delete=False)
-        self.args = [binary, f"--web.listen-address=127.0.0.1:{self.port}", *extra]
-        self.proc = subprocess.Popen(self.args, stdout=self.logf, stderr=subprocess.STDOUT,
-                                     env={**os.environ, **(env or {})})
-        if wait:
-            self.wait_ready()
+        super().__init__(binary, *extra, env=env, wait=wait, scheme="https" if cafile else "http",
+                         host="localhost" if cafile else "127.0.0.1")
+
+    def healthy(self):
+        return self.request("/healthz", timeout=2)[0] == 200
 
     def headers(self, auth=None):
         auth = auth if auth is not None else self.auth
@@ -91,7 +88,7 @@ class Daemon:
         return {"Authorization": "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()}
 
     def request(self, path="/metrics", auth=None, timeout=60):
-        req = urllib.request.Request(self.base + path, headers=self.headers(auth))
+        req = urllib.request.Request(self.url + path, headers=self.headers(auth))
         try:
             with urllib.request.urlopen(req, timeout=timeout, context=self.ctx) as r:
                 return r.status, r.read().decode()
@@ -104,31 +101,11 @@ class Daemon:
             raise AssertionError(f"scrape answered {st}: {body[:200]}")
         return parse_text(body)[0]
 
-    def wait_ready(self, seconds=30):
-        deadline = time.monotonic() + seconds
-        while True:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"exporter exited with {self.proc.returncode}: {self.log()}")
-            try:
-                if self.request("/healthz", timeout=2)[0] == 200:
-                    return
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                self.kill()
-                raise AssertionError("exporter not ready: " + self.log())
-            time.sleep(0.05)
-
     def log(self):
-        with open(self.logf.name) as f:
-            return f.read()
+        return self.read_log()
 
     def rss_kib(self):
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-        return 0
+        return rss_kib(self.proc.pid)
 
     def signal_and_wait(self, sig=signal.SIGTERM, bound=30):
         """Sends sig to our PID; returns (exit code, seconds until exit). Kills after a generous bound."""
@@ -141,28 +118,6 @@ class Daemon:
             self.proc.wait()
             raise AssertionError(f"exporter did not exit within {bound} s of signal {sig}")
         return rc, time.monotonic() - t0
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def close(self):
-        self.kill()
-        try:
-            os.unlink(self.logf.name)
-        except OSError:
-            pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def run_to_exit(binary, *extra, bound=30):

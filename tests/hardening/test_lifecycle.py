@@ -11,7 +11,7 @@ import threading
 import time
 import unittest
 
-from hlib import Daemon, args, empty_sysfs, gen_sysfs, value
+from hlib import Daemon, args, gen_sysfs, value
 
 A = args()
 EXE = A.exporter

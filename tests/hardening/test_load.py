@@ -11,7 +11,7 @@ import threading
 import time
 import unittest
 
-from hlib import Daemon, args, gen_sysfs, value, parse_text
+from hlib import Daemon, args, gen_sysfs, value
 
 A = args()
 EXE = A.exporter

@@ -12,7 +12,7 @@ import unittest
 import urllib.parse
 import urllib.request
 
-from hlib import Daemon, args, bcrypt, free_port, gen_sysfs, make_certs
+from hlib import Daemon, args, bcrypt, free_port, gen_sysfs, make_certs, stop_process
 
 A = args()
 EXE = A.exporter
@@ -82,12 +82,7 @@ scrape_configs:
                 self.assertIsNone(d.proc.poll())
         finally:
             if prom is not None:
-                prom.terminate()
-                try:
-                    prom.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    prom.kill()
-                    prom.wait()
+                stop_process(prom, grace=30)
             if log is not None:
                 log.close()
             shutil.rmtree(d0, ignore_errors=True)

@@ -10,10 +10,14 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from exporter_harness import stop_process  # noqa: E402
 
 PACKAGES = ["ibsim-utils", "libumad2sim0", "opensm", "infiniband-diags"]
 
@@ -191,17 +195,6 @@ class Sim:
             print("kept", self.dir)
         else:
             shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def stop_process(p, grace=10):
-    if p.poll() is None:
-        try:
-            p.send_signal(signal.SIGTERM)
-            p.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(timeout=10)
-    return p.returncode
 
 
 class Exporter:

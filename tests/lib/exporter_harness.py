@@ -76,31 +76,64 @@ def parse_text(text):
     return samples, types
 
 
+def stop_process(proc, grace=10):
+    """SIGTERM, then SIGKILL when it has not exited after `grace` seconds; waits either way and
+    returns the exit status."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
 class Exporter:
-    def __init__(self, binary, *args, env=None):
+    """The real rdma_exporter on 127.0.0.1:<free port>, its output in a temporary log file;
+    started ready (/healthz answers) unless wait=False. Subclasses change how readiness is asked
+    (healthy()) and the URL (scheme, host)."""
+
+    def __init__(self, binary, *args, env=None, wait=True, scheme="http", host="127.0.0.1"):
         self.port = free_port()
         self.args = [binary, f"--web.listen-address=127.0.0.1:{self.port}", *args]
-        self.log = tempfile.NamedTemporaryFile(prefix="rdma_exporter-", suffix=".log", delete=False)
-        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT,
+        self.logf = tempfile.NamedTemporaryFile(prefix="rdma_exporter-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(self.args, stdout=self.logf, stderr=subprocess.STDOUT,
                                      env={**os.environ, **(env or {})})
-        self.url = f"http://127.0.0.1:{self.port}"
-        deadline = time.monotonic() + 30
+        self.url = f"{scheme}://{host}:{self.port}"
+        if wait:
+            self.wait_ready()
+
+    def healthy(self):
+        with urllib.request.urlopen(self.url + "/healthz", timeout=2) as r:
+            return r.status == 200
+
+    def wait_ready(self, seconds=30):
+        deadline = time.monotonic() + seconds
         while True:
             if self.proc.poll() is not None:
                 raise AssertionError(f"exporter exited with {self.proc.returncode}: {self.read_log()}")
             try:
-                with urllib.request.urlopen(self.url + "/healthz", timeout=2) as r:
-                    if r.status == 200:
-                        break
+                if self.healthy():
+                    return
             except OSError:
                 pass
             if time.monotonic() > deadline:
+                log = self.read_log()
                 self.stop()
-                raise AssertionError("exporter did not answer /healthz: " + self.read_log())
+                raise AssertionError("exporter did not answer /healthz: " + log)
             time.sleep(0.05)
 
     def read_log(self):
-        with open(self.log.name) as f:
+        with open(self.logf.name) as f:
             return f.read()
 
     def get(self, path="/metrics", headers=None):
@@ -115,15 +148,9 @@ class Exporter:
         return parse_text(self.get()[2])
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         with contextlib.suppress(OSError):
-            os.unlink(self.log.name)
+            os.unlink(self.logf.name)
 
     def __enter__(self):
         return self
@@ -163,13 +190,7 @@ class Prometheus:
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, grace=30)
 
     def __enter__(self):
         return self
