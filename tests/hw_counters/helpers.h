@@ -18,6 +18,7 @@
 #include "exporter/error_reporter.h"
 #include "exporter/metrics.h"
 #include "sources/model/host_model.h"
+#include "tests/lib/temp_tree.h"
 
 namespace hwtest {
 
@@ -26,24 +27,13 @@ using rdma::exporter::Labels;
 using rdma::exporter::MetricSink;
 using rdma::exporter::MetricType;
 
-class TempTree {
+// A temporary tree with the class/infiniband layout (paths are absolute, under root()).
+class TempTree : public rdma::testing::TempTree {
  public:
-  TempTree() {
-    std::string tmpl = (fs::temp_directory_path() / "hw_counters_test.XXXXXX").string();
-    root_ = mkdtemp(tmpl.data());
-  }
-  ~TempTree() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  const std::string& root() const { return root_; }
-  std::string dev_path(const std::string& dev) const { return root_ + "/class/infiniband/" + dev; }
+  TempTree() : rdma::testing::TempTree("hw_counters_test") {}
+  std::string dev_path(const std::string& dev) const { return root() + "/class/infiniband/" + dev; }
   std::string port_path(const std::string& dev, int port) const {
     return dev_path(dev) + "/ports/" + std::to_string(port);
-  }
-  void write(const std::string& path, const std::string& content) const {
-    fs::create_directories(fs::path(path).parent_path());
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
   }
   // ports/<n>/hw_counters/<name> = "<value>\n"
   void port_counter(const std::string& dev, int port, const std::string& name, std::uint64_t v) const {
@@ -53,9 +43,6 @@ class TempTree {
     write(dev_path(dev) + "/hw_counters/" + name, std::to_string(v) + "\n");
   }
   void port_dir(const std::string& dev, int port) const { fs::create_directories(port_path(dev, port)); }
-
- private:
-  std::string root_;
 };
 
 // A host model of `devices` (name -> driver, ports 1..n) under the tree.

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "exporter/metrics.h"
+#include "tests/lib/temp_tree.h"
 
 namespace ndtest {
 
@@ -65,26 +66,7 @@ inline std::size_t count(const MetricSink& s, const std::string& name) {
   return 0;
 }
 
-class TempTree {
- public:
-  TempTree() {
-    std::string tmpl = (fs::temp_directory_path() / "netdev_test.XXXXXX").string();
-    root_ = mkdtemp(tmpl.data());
-  }
-  ~TempTree() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  const std::string& root() const { return root_; }
-  void write(const std::string& rel, const std::string& content) const {
-    const fs::path p = fs::path(root_) / rel;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary | std::ios::trunc) << content;
-  }
-
- private:
-  std::string root_;
-};
+using TempTree = rdma::testing::TempTree;
 
 // Builds one netlink message: header type, a fixed extra header, then attributes.
 class MessageBuilder {
