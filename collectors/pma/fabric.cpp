@@ -93,8 +93,10 @@ void FabricLoop::start() {
   if (thread_.joinable()) return;
   stopping_ = false;
   stop_flag_ = false;
-  // The first MAD port open and discovery run here, before the HTTP server takes scrapes: under
-  // the umad2sim shim, a local-mode scrape racing the first discovery crashed the process.
+  // The first MAD port open and discovery run here, before the HTTP server takes scrapes, so that
+  // the loop starts from a topology. (The crash once blamed on a scrape racing this discovery was
+  // umad2sim delivering late replies to closed ports; see the local-mode client in
+  // pma_collector.cpp.)
   try {
     std::string err;
     if (!client_) client_ = mad::MadClient::shared(o_.ca, o_.port, &err);
