@@ -15,6 +15,7 @@
 
 #include "collectors/prober/config.h"
 #include "collectors/prober/engine.h"
+#include "collectors/prober/named_thread.h"
 #include "collectors/prober/verbs_transport.h"
 #include "exporter/collector.h"
 #include "exporter/tls/openssl_api.h"
@@ -81,14 +82,8 @@ class ProberCollector final : public exporter::Collector {
     spdlog::info("prober: on, local ports {}, responder on {}:{}", ports,
                  s_.transport.listen.host.empty() ? "*" : s_.transport.listen.host, s_.transport.listen.port);
     running_ = true;
-    resolver_ = std::thread([this] {
-      pthread_setname_np(pthread_self(), "prober-dns");
-      resolver_main();
-    });
-    loop_ = std::thread([this] {
-      pthread_setname_np(pthread_self(), "prober-loop");
-      loop_main();
-    });
+    resolver_ = named_thread("prober-dns", [this] { resolver_main(); });
+    loop_ = named_thread("prober-loop", [this] { loop_main(); });
   }
 
   void stop() override {

@@ -20,6 +20,7 @@
 #include <regex>
 
 #include "collectors/prober/handshake.h"
+#include "collectors/prober/named_thread.h"
 
 namespace rdma::collectors::prober {
 
@@ -411,14 +412,8 @@ void VerbsTransport::start() {
     throw std::runtime_error("cannot listen on " + (host.empty() ? std::string("*") : host) + ":" +
                              std::to_string(opts_.listen.port) + ": " + std::strerror(errno));
   listen_fd_ = s.release();
-  connector_ = std::thread([this] {
-    pthread_setname_np(pthread_self(), "prober-connect");
-    connector_main();
-  });
-  responder_ = std::thread([this] {
-    pthread_setname_np(pthread_self(), "prober-respond");
-    responder_main();
-  });
+  connector_ = named_thread("prober-connect", [this] { connector_main(); });
+  responder_ = named_thread("prober-respond", [this] { responder_main(); });
 }
 
 void VerbsTransport::stop() {
