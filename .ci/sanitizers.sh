@@ -71,7 +71,7 @@ run() {  # name sanitize "ctest selection" ["ctest selection" ...]: the union of
   rm -rf "$build/sanitizer-logs" && mkdir -p "$build/sanitizer-logs"
   for sel in "$@"; do
     # shellcheck disable=SC2086
-    (cd "$build" && ctest --output-on-failure -j"$JOBS" $sel) || rc=1
+    (cd "$build" && "$ROOT/scripts/ctest-strict" --output-on-failure -j"$JOBS" $sel) || rc=1
   done
   verdict "$name" "$build" $rc "build ${built}s, tests $((SECONDS - t0 - built))s"
 }

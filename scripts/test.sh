@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # README command 2: install what is missing, build, and run the whole test suite (every label:
-# unit, fixtures, prometheus, vm, ibsim, netns). Exits non-zero when any test fails.
+# unit, fixtures, prometheus, vm, ibsim, netns). Exits non-zero when any test fails or does not run
+# to a verdict (skipped: see scripts/ctest-strict and tests/skips-allowed.txt).
 #   scripts/test.sh [ctest args...]      e.g. scripts/test.sh -L unit
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,4 +12,4 @@ export CCACHE_BASEDIR=$here CCACHE_NOHASHDIR=1
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$(nproc)"
 cd "$build"
-ctest --output-on-failure --timeout 900 "$@"
+"$here/scripts/ctest-strict" --output-on-failure --timeout 900 "$@"
