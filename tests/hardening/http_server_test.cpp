@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <catch2/catch.hpp>
-#include <chrono>
 #include <condition_variable>
 #include <future>
 #include <mutex>
@@ -185,9 +185,10 @@ TEST_CASE("http: the server stops promptly with an idle keep-alive connection op
   REQUIRE(::send(fd, req.data(), req.size(), MSG_NOSIGNAL) > 0);
   char buf[512];
   REQUIRE(::recv(fd, buf, sizeof buf, 0) > 0);
-  auto t0 = std::chrono::steady_clock::now();
-  s.reset();
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  WARN("HttpServer stopped in " << secs << " s");  // reported, not asserted (no wall-clock limits)
+  s.reset();  // returns (ctest's timeout is the backstop) with the connection still open
+  // The stop closed the idle connection: end of stream or a reset, not the 30 s receive timeout.
+  ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+  int err = errno;
+  CHECK((n == 0 || (n < 0 && err != EAGAIN && err != EWOULDBLOCK)));
   ::close(fd);
 }

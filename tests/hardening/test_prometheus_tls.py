@@ -21,8 +21,7 @@ PROM = "/usr/bin/prometheus"
 
 class PrometheusTls(unittest.TestCase):
     def test_scrape_over_tls_with_basic_auth(self):
-        if not os.path.exists(PROM):
-            self.skipTest("Debian prometheus not installed")
+        self.assertTrue(os.path.exists(PROM), "Debian prometheus is not installed (scripts/install-deps.sh)")
         d0 = tempfile.mkdtemp(prefix="hard-prom-")
         prom = None
         log = None

@@ -186,8 +186,7 @@ class TlsAuth(unittest.TestCase):
 
     def test_installed_layout_serves_tls(self):
         """cmake --install into a temporary prefix: the installed exe finds the installed shim."""
-        if not A.build_dir:
-            self.skipTest("no --build-dir")
+        self.assertTrue(A.build_dir, "--build-dir is required")
         prefix = os.path.join(self.d, "prefix")
         p = subprocess.run(["cmake", "--install", A.build_dir, "--prefix", prefix], capture_output=True, text=True)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)

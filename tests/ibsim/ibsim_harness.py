@@ -22,8 +22,8 @@ from exporter_harness import stop_process  # noqa: E402
 PACKAGES = ["ibsim-utils", "libumad2sim0", "opensm", "infiniband-diags"]
 
 
-class SkipTest(Exception):
-    pass
+class SetupError(Exception):
+    """The test bed cannot be built: a failure of the test, never a skip."""
 
 
 def ensure_packages():
@@ -33,13 +33,13 @@ def ensure_packages():
     if not missing:
         return
     if os.geteuid() != 0:
-        raise SkipTest("missing packages %s and not root" % missing)
+        raise SetupError("missing packages %s and not root to install them (scripts/install-deps.sh)" % missing)
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     subprocess.run(["apt-get", "update", "-qq"], env=env, timeout=300, check=False)
     r = subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends"] + missing, env=env,
                        timeout=600, capture_output=True, text=True)
     if r.returncode != 0:
-        raise SkipTest("apt-get install %s failed: %s" % (missing, r.stderr[-500:]))
+        raise SetupError("apt-get install %s failed: %s" % (missing, r.stderr[-500:]))
 
 
 def shim_path():
@@ -47,7 +47,7 @@ def shim_path():
     for line in out.splitlines():
         if line.endswith("/libumad2sim.so"):
             return line
-    raise SkipTest("libumad2sim.so not found")
+    raise SetupError("libumad2sim.so not found")
 
 
 # Small default fabric: one 8-port switch, Hca1 (where clients attach), Hca2, dual-port Hca3.

@@ -6,14 +6,14 @@
 #   * they move with UDP traffic sent from the peer namespace,
 #   * veth's missing pause/DCB support (EOPNOTSUPP) is counted once per source, a netdev named
 #     in the tree but absent from the namespace once, and ECN still comes from the tree.
-# Usage: netns_test.sh RDMA_EXPORTER_BINARY   (root; exits 77 = skipped otherwise)
+# Usage: netns_test.sh RDMA_EXPORTER_BINARY   (root; without root or a tool it fails)
 set -uo pipefail
 
 EXPORTER=${1:?usage: netns_test.sh RDMA_EXPORTER_BINARY}
 [[ -x "$EXPORTER" ]] || { echo "FATAL: $EXPORTER is not executable"; exit 2; }
-if [[ $(id -u) -ne 0 ]]; then echo "SKIP: the netns test needs root (ip netns add, veth)"; exit 77; fi
-for tool in ip ethtool curl; do
-  command -v $tool >/dev/null || { echo "SKIP: $tool is not installed"; exit 77; }
+if [[ $(id -u) -ne 0 ]]; then echo "FATAL: the netns test needs root (ip netns add, veth)"; exit 1; fi
+for tool in ip ethtool curl promtool; do
+  command -v $tool >/dev/null || { echo "FATAL: $tool is not installed (scripts/install-deps.sh)"; exit 1; }
 done
 
 NS=rdmand$$a
@@ -27,7 +27,7 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-if ! ip netns add "$NS" 2>"$WORK/err"; then echo "SKIP: cannot create a network namespace: $(cat "$WORK/err")"; exit 77; fi
+if ! ip netns add "$NS" 2>"$WORK/err"; then echo "FATAL: cannot create a network namespace: $(cat "$WORK/err")"; exit 1; fi
 ip netns add "$NS2" || { echo "FATAL: second netns"; exit 1; }
 
 OK=0
@@ -145,11 +145,7 @@ expect "$M3" 1 rdma_exporter_collector_success 'collector="netdev"'
 n=$(grep -c '^rdma_netdev_' "$M3")
 if ((n > 0 && n < 60)); then ok "$n rdma_netdev_ series (bounded)"; else bad "$n rdma_netdev_ series"; fi
 
-if command -v promtool >/dev/null; then
-  if out=$(promtool check metrics <"$M3" 2>&1); then ok "promtool check metrics"; else bad "promtool: $out"; fi
-else
-  echo "  (promtool not installed: not checked)"
-fi
+if out=$(promtool check metrics <"$M3" 2>&1); then ok "promtool check metrics"; else bad "promtool: $out"; fi
 
 echo "netdev netns: $OK checks ok, $FAILED failed"
 if ((FAILED > 0 || OK == 0)); then

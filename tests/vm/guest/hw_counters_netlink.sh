@@ -8,7 +8,7 @@
 #   4. after N RDMA WRITEs rxe0 -> rxe1, the raw counters and the normalised
 #      rdma_transport_{transmit,receive}_packets_total moved by at least N (netlink path);
 #   5. (figures, no check) reads and collector time per scrape, netlink against sysfs.
-# Exits 77 (ctest: skipped) when the exporter has no hw_counters collector.
+# Fails when the exporter has no hw_counters collector.
 source "$(dirname "$0")/common.sh"
 
 WRITE_LOOP=${RDMA_WRITE_LOOP_BIN:?set RDMA_WRITE_LOOP_BIN to the rdma_write_loop binary}

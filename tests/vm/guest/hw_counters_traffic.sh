@@ -10,7 +10,7 @@
 #      by at least N on both ports;
 #   3. perftest ib_write_lat, client on rxe0, server on rxe1, L iterations:
 #      the client's sent_pkts and the server's rcvd_pkts move by at least L.
-# Exits 77 (ctest: skipped) when the exporter has no hw_counters collector.
+# Fails when the exporter has no hw_counters collector.
 # Runs inside the test guest; see tests/vm/README.md.
 #
 # Environment: RDMA_WRITE_LOOP_BIN (default $VM_BUILD_DIR/tests/vm/rdma_write_loop), VM_WRITES (default 1000),
