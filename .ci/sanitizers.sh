@@ -67,8 +67,9 @@ run() {  # name sanitize "ctest selection" ["ctest selection" ...]: the union of
   done
   local built=$((SECONDS - t0)) rc=0
   # Reports go to files: a daemon started by a Python test may have its stderr swallowed or its
-  # exit status ignored (a report at shutdown); any file left here fails the part.
-  rm -rf "$build/sanitizer-logs" && mkdir -p "$build/sanitizer-logs"
+  # exit status ignored (a report at shutdown); any file left here fails the part. Writable by
+  # all: hardening.faults runs its daemon as nobody.
+  rm -rf "$build/sanitizer-logs" && mkdir -p -m 1777 "$build/sanitizer-logs"
   for sel in "$@"; do
     # shellcheck disable=SC2086
     (cd "$build" && "$ROOT/scripts/ctest-strict" --output-on-failure -j"$JOBS" $sel) || rc=1

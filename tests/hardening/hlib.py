@@ -68,7 +68,7 @@ class Daemon(Exporter):
     """The shared launcher (tests/lib/exporter_harness.py) plus https when cafile is given (with an
     optional client certificate), basic auth, request() that returns error statuses, signals."""
 
-    def __init__(self, binary, *extra, cafile=None, auth=None, env=None, wait=True, client_cert=None):
+    def __init__(self, binary, *extra, cafile=None, auth=None, env=None, wait=True, client_cert=None, user=None):
         self.ctx = None
         if cafile:
             self.ctx = ssl.create_default_context(cafile=cafile)
@@ -76,7 +76,7 @@ class Daemon(Exporter):
                 self.ctx.load_cert_chain(*client_cert)
         self.auth = auth
         super().__init__(binary, *extra, env=env, wait=wait, scheme="https" if cafile else "http",
-                         host="localhost" if cafile else "127.0.0.1")
+                         host="localhost" if cafile else "127.0.0.1", user=user)
 
     def healthy(self):
         return self.request("/healthz", timeout=2)[0] == 200

@@ -102,12 +102,15 @@ class Exporter:
     started ready (/healthz answers) unless wait=False. Subclasses change how readiness is asked
     (healthy()) and the URL (scheme, host)."""
 
-    def __init__(self, binary, *args, env=None, wait=True, scheme="http", host="127.0.0.1"):
+    def __init__(self, binary, *args, env=None, wait=True, scheme="http", host="127.0.0.1", user=None):
         self.port = free_port()
         self.args = [binary, f"--web.listen-address=127.0.0.1:{self.port}", *args]
         self.logf = tempfile.NamedTemporaryFile(prefix="rdma_exporter-", suffix=".log", delete=False)
+        # user=(user, group): the exporter runs as that user, with no supplementary groups (a test
+        # running as root needs an unprivileged exporter to see permission errors).
+        ids = dict(user=user[0], group=user[1], extra_groups=[]) if user else {}
         self.proc = subprocess.Popen(self.args, stdout=self.logf, stderr=subprocess.STDOUT,
-                                     env={**os.environ, **(env or {})})
+                                     env={**os.environ, **(env or {})}, **ids)
         self.url = f"{scheme}://{host}:{self.port}"
         if wait:
             self.wait_ready()
