@@ -4,12 +4,21 @@
 // (dcbnl), the ECN/DCQCN configuration (sysfs, under --path.sysfs), an allow-list of raw ethtool
 // statistics and a per-port consistency signal for the RoCE priority.
 //
-// ethtool and dcbnl act on the netdevs of the exporter's network namespace. With a fake sysfs
-// tree the named netdevs are usually absent: that is counted and logged once per netdev
-// (reason netdev_missing) and the sysfs parts still run. A source a netdev does not support
-// (EOPNOTSUPP: veth has no pause or DCB) is counted once and not asked again.
+// ethtool and dcbnl act on the netdevs of the exporter's network namespace, by name. A netdev is
+// read there only when it is the one the sysfs tree describes (same ifindex): a fake tree (the
+// demo, fixtures) or another namespace's /sys names netdevs that are not this kernel's, even when
+// one has the same name (eth0), so only the tree's parts are read, as state logged once. A tree
+// without the netdev's ifindex names it only: absent here, it is counted and logged once per
+// netdev (reason netdev_missing). A source a netdev does not support (EOPNOTSUPP: veth has no
+// pause or DCB) is counted once and not asked again. A bond's pause and PFC are its slaves':
+// the slaves (which the host model lists after it) are read, the bond itself is not.
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
 #include <map>
 #include <memory>
+#include <set>
+#include <vector>
 
 #include "collectors/netdev/netdev_metrics.h"
 #include "exporter/collector.h"
@@ -18,6 +27,7 @@
 #include "sources/ethtool/ethtool_ioctl.h"
 #include "sources/ethtool/netlink.h"
 #include "sources/ethtool/stat_map.h"
+#include "sources/sysfs/reader.h"
 
 namespace rdma::collectors::netdev {
 namespace {
@@ -51,6 +61,7 @@ class NetdevCollector final : public exporter::Collector {
         const Labels port_base{{"device", dev.name}, {"port", port.number_label}};
         Tri pfc = Tri::kUnknown, ecn = Tri::kUnknown;
         for (const auto& nd : port.netdevs) {
+          if (nd.bond) continue;  // its slaves follow it, each read on its own
           Labels base = port_base;
           base.emplace_back("netdev", nd.name);
           auto [p, e] = collect_netdev(ctx, nd.name, base, out);
@@ -60,6 +71,7 @@ class NetdevCollector final : public exporter::Collector {
         emit_consistency(port_base, roce_priority_, pfc, ecn, out);
       }
     }
+    log_not_kernels(ctx.host.sysfs_root);
   }
 
  private:
@@ -84,8 +96,15 @@ class NetdevCollector final : public exporter::Collector {
 
     NetdevState& st = state_[name];
     auto idx = ethtool::IoctlClient::ifindex(name);
-    out.gauge("rdma_netdev_present", "1 when the port's netdev exists in the exporter's network namespace (ethtool and DCB need it).",
-              base, idx.ok() ? 1 : 0);
+    const bool kernels = is_kernels(ctx.host.sysfs_root, name, idx);
+    out.gauge("rdma_netdev_present",
+              "1 when the port's netdev is in the exporter's network namespace, as the sysfs tree describes it (ethtool and DCB need it).",
+              base, kernels && idx.ok() ? 1 : 0);
+    if (!kernels) {
+      if (not_kernels_.insert(name).second) new_not_kernels_.push_back(name);
+      st = NetdevState{};
+      return {Tri::kUnknown, ecn};
+    }
     if (!idx) {
       if (!st.missing_reported)
         ctx.errors.report("netdev_missing", name,
@@ -125,6 +144,23 @@ class NetdevCollector final : public exporter::Collector {
     return {pfc, ecn};
   }
 
+  // One line for the netdevs first found not to be this kernel's (normally all at the first scrape).
+  void log_not_kernels(const std::string& sysfs_root) {
+    if (new_not_kernels_.empty()) return;
+    spdlog::info("netdev: {} in {} {} not this kernel's (a fake --path.sysfs or another network namespace's /sys): "
+                 "only the tree's files are read, no ethtool or DCB",
+                 fmt::join(new_not_kernels_, ", "), sysfs_root, new_not_kernels_.size() == 1 ? "is" : "are");
+    new_not_kernels_.clear();
+  }
+
+  // Whether the netdev that the tree names is the one this kernel has under that name: the same
+  // ifindex. A tree that does not give the ifindex is taken at its word.
+  static bool is_kernels(const std::string& sysfs_root, const std::string& name, const sysfs::Result<unsigned>& kernel) {
+    auto tree = sysfs::read_u64(sysfs_root + "/class/net/" + name + "/ifindex");
+    if (!tree) return true;
+    return kernel.ok() && kernel.value == tree.value;
+  }
+
   void collect_stats(const exporter::ScrapeContext& ctx, const std::string& name, NetdevState& st, const Labels& base,
                      bool link_pause_done, MetricSink& out) {
     auto count = ioctl_.stats_count(name);
@@ -153,6 +189,8 @@ class NetdevCollector final : public exporter::Collector {
   netlink::PauseReader pause_;
   dcb::Reader dcb_;
   std::map<std::string, NetdevState> state_;
+  std::set<std::string> not_kernels_;  // logged once each
+  std::vector<std::string> new_not_kernels_;
 };
 
 }  // namespace

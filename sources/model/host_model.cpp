@@ -57,19 +57,48 @@ std::vector<FunctionNetdev> function_netdevs(const std::string& dev_path) {
   return out;
 }
 
-// The port's netdevs: the kernel's RoCE binding (gid_attrs/ndevs, the only view of a bond),
-// rxe's parent, then the parent function's netdevs (matched on dev_port = port - 1 when several).
-void resolve_netdevs(PortModel& port, const std::string& rxe_parent, const std::vector<FunctionNetdev>& function) {
+// A bonding master's slaves (class/net/<bond>/bonding/slaves: "ens2f0np0 ens2f1np1"), in the
+// kernel's order; empty for any other netdev.
+std::vector<std::string> bond_slaves(const std::string& sysfs_root, const std::string& netdev) {
+  std::vector<std::string> out;
+  auto r = sysfs::read_attribute(sysfs_root + "/class/net/" + netdev + "/bonding/slaves");
+  if (!r) return out;
+  std::string_view rest = r.value;
+  while (!rest.empty()) {
+    const auto end = std::min(rest.find(' '), rest.size());
+    if (end > 0) out.emplace_back(rest.substr(0, end));
+    rest.remove_prefix(std::min(end + 1, rest.size()));
+  }
+  return out;
+}
+
+// The netdevs that the kernel's RoCE binding names, each bond followed by its slaves (a bonded
+// RoCE port's traffic, pause and PFC are on the slaves: each is read on its own).
+void add_bound_netdevs(PortModel& port, const std::string& sysfs_root) {
   // Default GIDs (indices 0 and 1) are bound to the port's netdev; a few more cover VLANs and
   // macvlans. Only RoCE ports have the binding (InfiniBand ports answer EINVAL).
-  if (port.link_layer == LinkLayer::kEthernet) {
-    if (auto ndevs = sysfs::Dir::open(port.path + "/gid_attrs/ndevs")) {
-      for (const char* i : {"0", "1", "2", "3"}) {
-        auto r = ndevs.value.read_attribute(i);
-        if (r) add_netdev(port.netdevs, std::move(r.value), "gid_attrs");
-      }
-    }
+  if (port.link_layer != LinkLayer::kEthernet) return;
+  auto ndevs = sysfs::Dir::open(port.path + "/gid_attrs/ndevs");
+  if (!ndevs) return;
+  for (const char* i : {"0", "1", "2", "3"}) {
+    auto r = ndevs.value.read_attribute(i);
+    if (!r) continue;
+    const auto before = port.netdevs.size();
+    add_netdev(port.netdevs, r.value, "gid_attrs");
+    if (port.netdevs.size() == before) continue;  // seen already, slaves included
+    auto slaves = bond_slaves(sysfs_root, r.value);
+    if (slaves.empty()) continue;
+    port.netdevs.back().bond = true;
+    for (auto& s : slaves) add_netdev(port.netdevs, std::move(s), "bond_slave");
   }
+}
+
+// The port's netdevs: the kernel's RoCE binding (gid_attrs/ndevs, the only view of a bond) with
+// a bond's slaves, rxe's parent, then the parent function's netdevs (matched on dev_port =
+// port - 1 when several).
+void resolve_netdevs(PortModel& port, const std::string& sysfs_root, const std::string& rxe_parent,
+                     const std::vector<FunctionNetdev>& function) {
+  add_bound_netdevs(port, sysfs_root);
   if (!rxe_parent.empty()) add_netdev(port.netdevs, rxe_parent, "parent");
   if (function.size() == 1) {
     add_netdev(port.netdevs, function.front().name, "device_net");
@@ -147,7 +176,7 @@ std::shared_ptr<const HostModel> Discoverer::discover() const {
       auto ll = sysfs::read_attribute(port.path + "/link_layer");
       if (ll) port.link_layer = parse_link_layer(ll.value);
       else host->issues.push_back({port.path + "/link_layer", ll.error});
-      resolve_netdevs(port, parent ? parent.value : "", function);
+      resolve_netdevs(port, opts_.sysfs_root, parent ? parent.value : "", function);
       dev.ports.push_back(std::move(port));
     }
     std::sort(dev.ports.begin(), dev.ports.end(),

@@ -17,7 +17,10 @@ std::string_view link_layer_label(LinkLayer l);  // "InfiniBand", "Ethernet", "U
 
 struct NetdevRef {
   std::string name;
-  std::string via;  // how it was found: "gid_attrs" (bonds), "device_net", "parent" (rxe)
+  std::string via;  // how it was found: "gid_attrs" (bonds), "bond_slave", "device_net", "parent" (rxe)
+  // A bonding master (class/net/<name>/bonding/): its slaves, which carry the port's traffic and
+  // have the pause/PFC counters, follow it in the port's netdevs with via "bond_slave".
+  bool bond = false;
 };
 
 struct PortModel {

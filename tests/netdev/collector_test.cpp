@@ -1,6 +1,8 @@
 // ECN/DCQCN files in a fixture tree, the consistency signal, and the whole collector (created
 // through the registry like the daemon does) on a host model whose netdevs are not in this
 // network namespace: the sysfs parts still work, the absent netdev is counted once.
+#include <net/if.h>
+
 #include <catch2/catch.hpp>
 
 #include "collectors/netdev/netdev_metrics.h"
@@ -54,6 +56,16 @@ model::HostModel host_with(const ndtest::TempTree& t, std::vector<std::pair<std:
     h.devices.push_back(d);
   }
   return h;
+}
+
+// The last of `n` scrapes (causes are counted once: n > 1 shows that).
+MetricSink scrape(exporter::Collector& c, const model::HostModel& host, exporter::ErrorReporter& errors, int n = 1) {
+  MetricSink out;
+  for (int i = 0; i < n; ++i) {
+    out = MetricSink{};
+    c.collect(exporter::ScrapeContext{host, errors}, out);
+  }
+  return out;
 }
 
 }  // namespace
@@ -119,12 +131,7 @@ TEST_CASE("collector on a fixture tree whose netdev is not in this namespace", "
   auto host = host_with(t, {{"mlx5_0", model::LinkLayer::kEthernet}, {"mlx5_1", model::LinkLayer::kInfiniBand}}, netdev);
   auto collector = make_collector();
   exporter::ErrorReporter errors("netdev");
-  MetricSink out;
-  for (int scrape = 0; scrape < 3; ++scrape) {
-    MetricSink s;
-    collector->collect(exporter::ScrapeContext{host, errors}, s);
-    if (scrape == 2) out = std::move(s);
-  }
+  MetricSink out = scrape(*collector, host, errors, 3);
   CHECK(errors.counts() == std::map<std::string, std::uint64_t>{{"netdev_missing", 1}});
   CHECK(find(out, "rdma_netdev_present", {{"device", "mlx5_0"}, {"netdev", netdev}})->number() == 0);
   CHECK(find(out, "rdma_netdev_ecn_enabled", {{"device", "mlx5_0"}, {"role", "rp"}, {"priority", "3"}})->number() == 1);
@@ -133,6 +140,52 @@ TEST_CASE("collector on a fixture tree whose netdev is not in this namespace", "
   // the InfiniBand port is not this collector's
   CHECK_FALSE(find(out, "rdma_netdev_present", {{"device", "mlx5_1"}}));
   CHECK_FALSE(find(out, "rdma_netdev_roce_priority_consistent", {{"device", "mlx5_1"}}));
+}
+
+TEST_CASE("collector: a tree's netdev that is not this kernel's netdev of that name is state, not an error", "[fixtures]") {
+  // The tree names lo, as this namespace has, but with another ifindex: a fake tree's lo.
+  ndtest::TempTree t;
+  const unsigned kernel_lo = if_nametoindex("lo");
+  REQUIRE(kernel_lo > 0);
+  t.write("class/net/lo/ifindex", std::to_string(kernel_lo + 1000000) + "\n");
+  write_ecn(t, "lo", "roce_np", 0x08);
+  write_ecn(t, "lo", "roce_rp", 0x08);
+  auto host = host_with(t, {{"mlx5_0", model::LinkLayer::kEthernet}}, "lo");
+  auto collector = make_collector();
+  exporter::ErrorReporter errors("netdev");
+  MetricSink out = scrape(*collector, host, errors, 3);
+  CHECK(errors.counts().empty());
+  CHECK(find(out, "rdma_netdev_present", {{"netdev", "lo"}})->number() == 0);
+  CHECK(find(out, "rdma_netdev_ecn_enabled", {{"netdev", "lo"}, {"role", "rp"}, {"priority", "3"}})->number() == 1);
+  CHECK_FALSE(find(out, "rdma_netdev_info"));  // no ethtool to this host's lo
+
+  // The same name with the kernel's ifindex: the kernel's lo, read through ethtool.
+  t.write("class/net/lo/ifindex", std::to_string(kernel_lo) + "\n");
+  CHECK(find(scrape(*collector, host, errors), "rdma_netdev_present", {{"netdev", "lo"}})->number() == 1);
+}
+
+TEST_CASE("collector: a bond's slaves are read, each with its own labels, the bond itself is not", "[fixtures]") {
+  ndtest::TempTree t;
+  const std::vector<std::pair<std::string, unsigned>> slaves{{"rdmandslave0", 0x08}, {"rdmandslave1", 0x28}};
+  for (const auto& [nd, rp_mask] : slaves) {
+    t.write("class/net/" + nd + "/ifindex", "1000001\n");  // not this kernel's: only the tree is read
+    write_ecn(t, nd, "roce_np", 0x08);
+    write_ecn(t, nd, "roce_rp", rp_mask);
+  }
+  auto host = host_with(t, {{"mlx5_bond_0", model::LinkLayer::kEthernet}}, "rdmandbond0");
+  auto& netdevs = host.devices[0].ports[0].netdevs;
+  netdevs[0].bond = true;
+  for (const auto& [nd, mask] : slaves) netdevs.push_back({nd, "bond_slave"});
+  auto collector = make_collector();
+  exporter::ErrorReporter errors("netdev");
+  MetricSink out = scrape(*collector, host, errors);
+  CHECK(errors.counts().empty());
+  CHECK_FALSE(find(out, "rdma_netdev_present", {{"netdev", "rdmandbond0"}}));
+  for (const auto& [nd, mask] : slaves) {
+    CHECK(find(out, "rdma_netdev_present", {{"device", "mlx5_bond_0"}, {"netdev", nd}})->number() == 0);
+    CHECK(find(out, "rdma_netdev_ecn_enabled", {{"netdev", nd}, {"role", "rp"}, {"priority", "5"}})->number() ==
+          ((mask >> 5) & 1));
+  }
 }
 
 TEST_CASE("collector settings: RoCE priority and allow-list are validated", "[unit]") {

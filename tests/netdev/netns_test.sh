@@ -5,7 +5,11 @@
 #   * the allow-listed ethtool statistics equal `ethtool -S` through the real ioctl,
 #   * they move with UDP traffic sent from the peer namespace,
 #   * veth's missing pause/DCB support (EOPNOTSUPP) is counted once per source, a netdev named
-#     in the tree but absent from the namespace once, and ECN still comes from the tree.
+#     in the tree but absent from the namespace once, and ECN still comes from the tree;
+#   * a bonded RoCE port (gid_attrs names bond0, the tree's bond0 has slaves vC and vE): each
+#     slave is read through the kernel with its own values, the bond itself not at all;
+#   * a netdev the tree gives another ifindex than this namespace's netdev of that name (lo) is
+#     not read through the kernel: state, no error.
 # Usage: netns_test.sh RDMA_EXPORTER_BINARY   (root; without root or a tool it fails)
 set -uo pipefail
 
@@ -43,6 +47,12 @@ done
 ip -n "$NS" link add vA type veth peer name vB netns "$NS2" || { echo "FATAL: veth"; exit 1; }
 ip -n "$NS" addr add 10.99.0.1/24 dev vA
 ip -n "$NS2" addr add 10.99.0.2/24 dev vB
+for pair in "vC vD" "vE vF"; do
+  read -r a b <<<"$pair"
+  ip -n "$NS" link add "$a" type veth peer name "$b" netns "$NS2" || { echo "FATAL: veth"; exit 1; }
+  ip -n "$NS" link set "$a" up
+  ip -n "$NS2" link set "$b" up
+done
 ip -n "$NS" link set lo up
 ip -n "$NS" link set vA up
 ip -n "$NS2" link set vB up
@@ -73,8 +83,18 @@ mk_ecn() {  # netdev np_enabled_prios rp_enabled_prios
 }
 mk_dev rxe_nd vA
 mk_dev rxe_gone ndgone0
+mk_dev rxe_lo lo
 mk_ecn vA "3" "3 5"
 mk_ecn ndgone0 "" "3"
+# mlx5-style RoCE LAG: the port's GIDs name bond0 (which this namespace need not have); the
+# tree's bond0 lists the slaves, which the tree gives their real ifindex here.
+mkdir -p "$TREE/class/infiniband/mlx5_bond_0/ports/1/gid_attrs/ndevs" "$TREE/class/net/bond0/bonding"
+echo Ethernet >"$TREE/class/infiniband/mlx5_bond_0/ports/1/link_layer"
+echo bond0 >"$TREE/class/infiniband/mlx5_bond_0/ports/1/gid_attrs/ndevs/0"
+echo "vC vE" >"$TREE/class/net/bond0/bonding/slaves"
+for nd in vC vE; do mkdir -p "$TREE/class/net/$nd" && in_ns cat "/sys/class/net/$nd/ifindex" >"$TREE/class/net/$nd/ifindex"; done
+# the tree's lo is not this namespace's lo
+mkdir -p "$TREE/class/net/lo" && echo 1000001 >"$TREE/class/net/lo/ifindex"
 
 STATS=rx_queue_0_xdp_packets,rx_queue_0_xdp_bytes,peer_ifindex
 # Not through in_ns: a backgrounded shell function is a subshell, and $! would be that subshell
@@ -90,7 +110,7 @@ done
 scrape() { in_ns curl -sf -o "$1" http://127.0.0.1:9661/metrics || { echo "FATAL: scrape failed"; exit 1; }; }
 # value FILE NAME LABELS-REGEX: the value of the one sample of NAME whose label text matches
 value() { awk -v n="$2" -v re="$3" '$0 !~ /^#/ { split($0, a, "{"); if (a[1] == n && $0 ~ re) print $NF }' "$1"; }
-ethtool_stat() { in_ns ethtool -S vA | awk -v s="$1" -F': *' '{ gsub(/^ +/, "", $1) } $1 == s { print $2 }'; }
+ethtool_stat() { in_ns ethtool -S "${2:-vA}" | awk -v s="$1" -F': *' '{ gsub(/^ +/, "", $1) } $1 == s { print $2 }'; }
 expect() {  # FILE WANT NAME LABELS-REGEX
   local got; got=$(value "$1" "$3" "$4")
   if [[ "$got" == "$2" ]]; then ok "$3{$4} = $got"; else bad "$3{$4} = '${got}', expected $2"; fi
@@ -108,7 +128,7 @@ echo "== before traffic"
 M1=$WORK/m1
 scrape "$M1"
 compare_with_ethtool "$M1"
-before=$(value "$M1" rdma_netdev_ethtool_stat 'stat="rx_queue_0_xdp_packets"')
+before=$(value "$M1" rdma_netdev_ethtool_stat 'netdev="vA",stat="rx_queue_0_xdp_packets"')
 expect "$M1" 1 rdma_netdev_present 'netdev="vA"'
 expect "$M1" 1 rdma_netdev_info 'netdev="vA",driver="veth"'
 expect "$M1" 0 rdma_netdev_present 'netdev="ndgone0"'
@@ -123,9 +143,26 @@ done
 M2=$WORK/m2
 scrape "$M2"
 compare_with_ethtool "$M2"
-after=$(value "$M2" rdma_netdev_ethtool_stat 'stat="rx_queue_0_xdp_packets"')
+after=$(value "$M2" rdma_netdev_ethtool_stat 'netdev="vA",stat="rx_queue_0_xdp_packets"')
 if [[ -n "$before" && -n "$after" ]] && ((after >= before + 50)); then ok "rx_queue_0_xdp_packets moved $before -> $after"
 else bad "rx_queue_0_xdp_packets did not move by 50: '$before' -> '$after'"; fi
+
+echo "== bond slaves: each its own, the bond not read; the tree's lo is not this kernel's"
+want_c=$(ethtool_stat peer_ifindex vC)
+want_e=$(ethtool_stat peer_ifindex vE)
+[[ -n "$want_c" && "$want_c" != "$want_e" ]] && ok "vC and vE have their own peer_ifindex ($want_c, $want_e)" ||
+  bad "peer_ifindex of vC '$want_c', vE '$want_e'"
+for nd in vC vE; do
+  expect "$M2" 1 rdma_netdev_present "device=\"mlx5_bond_0\",port=\"1\",netdev=\"$nd\""
+done
+expect "$M2" "$want_c" rdma_netdev_ethtool_stat 'device="mlx5_bond_0",port="1",netdev="vC",stat="peer_ifindex"'
+expect "$M2" "$want_e" rdma_netdev_ethtool_stat 'device="mlx5_bond_0",port="1",netdev="vE",stat="peer_ifindex"'
+if grep -q 'netdev="bond0"' "$M2"; then bad "bond0 itself was read"; else ok "no series of bond0 itself"; fi
+expect "$M2" 0 rdma_netdev_present 'device="rxe_lo",port="1",netdev="lo"'
+if grep -q '^rdma_netdev_info.*netdev="lo"' "$M2"; then bad "the tree's lo was read through ethtool"; else ok "the tree's lo not read through ethtool"; fi
+n=$(grep -c "not this kernel's" "$WORK/exporter.log")
+if [[ "$n" == 1 ]] && grep "not this kernel's" "$WORK/exporter.log" | grep -q '\blo\b'; then ok "one log line for the tree's lo"
+else bad "$n log lines for netdevs not this kernel's"; fi
 
 echo "== sysfs parts, errors counted once"
 M3=$WORK/m3
@@ -138,12 +175,12 @@ expect "$M3" 1 rdma_netdev_ecn_enabled 'netdev="ndgone0",role="rp",priority="3"'
 # veth: no DCB -> PFC unknown; ndgone0: ECN np off on priority 3 -> ecn_disabled
 expect "$M3" 0 rdma_netdev_roce_priority_consistent 'device="rxe_nd",port="1",priority="3",reason="pfc_unknown"'
 expect "$M3" 0 rdma_netdev_roce_priority_consistent 'device="rxe_gone",port="1",priority="3",reason="ecn_disabled"'
-# three scrapes: each cause counted once (pause stats + dcbnl on vA; ndgone0 missing)
-expect "$M3" 2 rdma_exporter_collector_errors_total 'collector="netdev",reason="not_supported"'
+# three scrapes: each cause counted once (pause stats + dcbnl on vA, vC and vE; ndgone0 missing)
+expect "$M3" 6 rdma_exporter_collector_errors_total 'collector="netdev",reason="not_supported"'
 expect "$M3" 1 rdma_exporter_collector_errors_total 'collector="netdev",reason="netdev_missing"'
 expect "$M3" 1 rdma_exporter_collector_success 'collector="netdev"'
 n=$(grep -c '^rdma_netdev_' "$M3")
-if ((n > 0 && n < 60)); then ok "$n rdma_netdev_ series (bounded)"; else bad "$n rdma_netdev_ series"; fi
+if ((n > 0 && n < 80)); then ok "$n rdma_netdev_ series (bounded)"; else bad "$n rdma_netdev_ series"; fi
 
 if out=$(promtool check metrics <"$M3" 2>&1); then ok "promtool check metrics"; else bad "promtool: $out"; fi
 
