@@ -58,11 +58,11 @@ std::vector<FunctionNetdev> function_netdevs(const std::string& dev_path) {
 }
 
 // A bonding master's slaves (class/net/<bond>/bonding/slaves: "ens2f0np0 ens2f1np1"), in the
-// kernel's order; empty for any other netdev.
-std::vector<std::string> bond_slaves(const std::string& sysfs_root, const std::string& netdev) {
-  std::vector<std::string> out;
+// kernel's order (none while it has none); nullopt for any other netdev.
+std::optional<std::vector<std::string>> bond_slaves(const std::string& sysfs_root, const std::string& netdev) {
   auto r = sysfs::read_attribute(sysfs_root + "/class/net/" + netdev + "/bonding/slaves");
-  if (!r) return out;
+  if (!r) return std::nullopt;
+  std::vector<std::string> out;
   std::string_view rest = r.value;
   while (!rest.empty()) {
     const auto end = std::min(rest.find(' '), rest.size());
@@ -87,9 +87,9 @@ void add_bound_netdevs(PortModel& port, const std::string& sysfs_root) {
     add_netdev(port.netdevs, r.value, "gid_attrs");
     if (port.netdevs.size() == before) continue;  // seen already, slaves included
     auto slaves = bond_slaves(sysfs_root, r.value);
-    if (slaves.empty()) continue;
+    if (!slaves) continue;
     port.netdevs.back().bond = true;
-    for (auto& s : slaves) add_netdev(port.netdevs, std::move(s), "bond_slave");
+    for (auto& s : *slaves) add_netdev(port.netdevs, std::move(s), "bond_slave");
   }
 }
 
