@@ -126,8 +126,10 @@ class PmaCollector final : public exporter::Collector {
       }
       st.cap = readings.cap_mask;
     }
-    readings.cap_mask = *st.cap;
-    const auto attrs = attributes_for(*st.cap, local_.vl_xmit_wait && !st.vl_unsupported);
+    // A copy: a failed query below empties st.cap (re-read next scrape) before the info series.
+    const std::uint16_t cap_mask = *st.cap;
+    readings.cap_mask = cap_mask;
+    const auto attrs = attributes_for(cap_mask, local_.vl_xmit_wait && !st.vl_unsupported);
     std::vector<mad::PmaQuery> qs;
     for (auto a : attrs) qs.push_back({lp.lid, port_select, a});
     auto replies = client.query(qs, local_.query);
@@ -151,7 +153,7 @@ class PmaCollector final : public exporter::Collector {
     info.emplace_back("lid", std::to_string(lp.lid));
     info.emplace_back("port_guid", mad::guid_label(lp.port_guid));
     char cap[8];
-    std::snprintf(cap, sizeof cap, "0x%04x", *st.cap ? readings.cap_mask : 0);
+    std::snprintf(cap, sizeof cap, "0x%04x", cap_mask);
     info.emplace_back("capability_mask", cap);
     out.info("rdma_pma_port_info", "Local port queried through its PMA: LID, port GUID, PerfMgt ClassPortInfo CapabilityMask.",
              std::move(info));
