@@ -17,7 +17,8 @@ JOBS="${JOBS:-2}"
 export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
 WHAT="${1:-all}"
 
-# Targets behind the ctest commands selected by the label arguments, plus the daemon. A Catch2
+# Targets behind the ctest commands selected by the label arguments (and the files they require
+# from the build tree, such as a preloaded test library), plus the daemon. A Catch2
 # executable that is not built yet is listed only as one unlabelled "<target>_NOT_BUILT-<hash>"
 # test (catch_discover_tests lists its cases, with their labels, after the build), which no label
 # selection picks: those executables are taken from an unfiltered listing and built in pass 1.
@@ -32,6 +33,12 @@ for t in json.load(open(os.path.join(build, ".sel.json"))).get("tests", []):
     cmd = t.get("command") or []
     if cmd and os.path.realpath(cmd[0]).startswith(build + os.sep):
         names.add(os.path.basename(cmd[0]))
+    # A library a test preloads is one of its REQUIRED_FILES, named <target>.so.
+    for p in t.get("properties", []):
+        if p.get("name") == "REQUIRED_FILES":
+            for f in p.get("value") or []:
+                if os.path.realpath(f).startswith(build + os.sep):
+                    names.add(re.sub(r"\.so$", "", os.path.basename(f)))
 for t in json.load(open(os.path.join(build, ".all.json"))).get("tests", []):
     m = re.fullmatch(r"(.+)_NOT_BUILT(-[0-9a-f]+)?", t.get("name", ""))
     if m:

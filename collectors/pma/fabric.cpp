@@ -158,6 +158,7 @@ bool FabricLoop::rediscover(std::string* err) {
   discovery_seconds_ = std::chrono::duration<double>(Clock::now() - d0).count();
   if (!t) return false;
   topo_ = std::move(t);
+  learned_.clear();
   discovered_at_ = Clock::now();
   rediscover_ = false;
   return true;
@@ -219,7 +220,7 @@ void FabricLoop::refresh_once() {
     std::vector<mad::PmaQuery> qs;
     std::vector<std::size_t> who;
     for (std::size_t i = 0; i < nodes.size(); ++i)
-      if (!nodes[i].ports.empty() && !caps_.count(nodes[i].guid_label)) {
+      if (!nodes[i].ports.empty() && !learned_.count(nodes[i].guid_label)) {
         qs.push_back({nodes[i].lid, 0, mad::PmaAttr::kClassPortInfo});
         who.push_back(i);
       }
@@ -230,7 +231,7 @@ void FabricLoop::refresh_once() {
       timeouts_of(n, replies[k]);
       PortReadings r;
       if (replies[k].outcome == mad::Outcome::kOk && store(r, mad::PmaAttr::kClassPortInfo, replies[k]))
-        caps_[n.guid_label] = r.cap_mask;
+        learned_[n.guid_label].cap = r.cap_mask;
       else
         count_error(n, replies[k].outcome == mad::Outcome::kOk ? mad::Outcome::kMalformed : replies[k].outcome);
     }
@@ -241,16 +242,21 @@ void FabricLoop::refresh_once() {
     };
     std::vector<Slot> slots;
     qs.clear();
+    auto refused_by = [](const Learned& l, std::uint8_t port) {
+      auto it = l.refused.find(port);
+      return it == l.refused.end() ? AttrSet{} : it->second;
+    };
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       ++nodes_by_type[nodes[i].type];
-      auto cap = caps_.find(nodes[i].guid_label);
-      if (cap == caps_.end()) continue;
-      const auto attrs = attributes_for(cap->second, o_.vl_xmit_wait && !vl_unsupported_[nodes[i].guid_label]);
-      for (std::size_t p = 0; p < nodes[i].ports.size(); ++p)
-        for (auto a : attrs) {
-          qs.push_back({nodes[i].ports[p].lid, nodes[i].ports[p].number, a});
+      auto known = learned_.find(nodes[i].guid_label);
+      if (known == learned_.end()) continue;
+      for (std::size_t p = 0; p < nodes[i].ports.size(); ++p) {
+        const FabricPort& fp = nodes[i].ports[p];
+        for (auto a : attributes_for(known->second.cap, o_.vl_xmit_wait, refused_by(known->second, fp.number))) {
+          qs.push_back({fp.lid, fp.number, a});
           slots.push_back({i, p, a});
         }
+      }
     }
     replies = run_queries(qs);
     if (stop_flag_) return;
@@ -259,8 +265,8 @@ void FabricLoop::refresh_once() {
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       readings[i].resize(nodes[i].ports.size());
       failed[i].assign(nodes[i].ports.size(), false);
-      auto cap = caps_.find(nodes[i].guid_label);
-      for (auto& r : readings[i]) r.cap_mask = cap == caps_.end() ? 0 : cap->second;
+      auto known = learned_.find(nodes[i].guid_label);
+      for (auto& r : readings[i]) r.cap_mask = known == learned_.end() ? 0 : known->second.cap;
     }
     bool any_unreachable = false;
     for (std::size_t k = 0; k < qs.size(); ++k) {
@@ -268,17 +274,26 @@ void FabricLoop::refresh_once() {
       const FabricNode& n = nodes[s.node];
       timeouts_of(n, replies[k]);
       const auto& rep = replies[k];
+      PortReadings& r = readings[s.node][s.port];
       if (rep.outcome == mad::Outcome::kOk) {
-        if (!store(readings[s.node][s.port], s.attr, rep)) count_error(n, mad::Outcome::kMalformed);
+        if (store(r, s.attr, rep)) continue;
+        r.ext_failed |= s.attr == mad::PmaAttr::kPortCountersExtended;
+        count_error(n, mad::Outcome::kMalformed);
         continue;
       }
-      if (s.attr == mad::PmaAttr::kPortVLXmitWaitCounters && rep.outcome == mad::Outcome::kStatus &&
-          mad::status_unsupported(rep.status)) {
-        vl_unsupported_[n.guid_label] = true;  // optional attribute: not an error
+      if (says_unsupported(s.attr, rep)) {  // state of the port, not an error: not asked again until rediscovery
+        const std::uint8_t port = n.ports[s.port].number;
+        learned_[n.guid_label].refused[port].add(s.attr);
+        const std::string attr(mad::attr_name(s.attr));
+        if (logged_.insert(n.guid_label + "/" + attr).second)
+          spdlog::info("pma fabric: {} ({}) port {} answers {} with {}: its counters are not exported where refused "
+                       "(further ports of this node not logged)",
+                       n.name, n.guid_label, port, attr, mad::status_text(rep.status));
         continue;
       }
       if (rep.outcome == mad::Outcome::kSendError || rep.outcome == mad::Outcome::kTimeout) any_unreachable = true;
       failed[s.node][s.port] = true;
+      r.ext_failed |= s.attr == mad::PmaAttr::kPortCountersExtended;
       count_error(n, rep.outcome);
     }
     if (any_unreachable) rediscover_ = true;  // a node may have gone: look again next time
@@ -293,6 +308,15 @@ void FabricLoop::refresh_once() {
                               {"port", std::to_string(fp.number)}, {"remote_guid", fp.remote_guid},
                               {"remote_name", fp.remote_name}, {"remote_port", fp.remote_port}};
         emit_port(readings[i][p], "rdma_pma_fabric_port_", base, node_sink);
+      }
+      if (auto known = learned_.find(n.guid_label); known != learned_.end() && !n.ports.empty()) {
+        AttrSet refused;
+        for (const auto& [port, set] : known->second.refused) refused.add(set);
+        emit_support("rdma_pma_fabric_attribute_supported",
+                     "1 when every queried port of the node answers this optional PMA attribute, 0 when its "
+                     "ClassPortInfo rules it out or a port answered 'unsupported' (that port's counters are absent).",
+                     known->second.cap, o_.vl_xmit_wait, refused, {{"node_guid", n.guid_label}, {"node_name", n.name}},
+                     node_sink);
       }
       text.add(std::move(node_sink));
     }

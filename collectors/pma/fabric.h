@@ -10,10 +10,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "collectors/pma/pma_metrics.h"
 #include "exporter/metrics.h"
 #include "sources/mad/mad_client.h"
 #include "sources/mad/pma_decode.h"
@@ -76,8 +78,15 @@ class FabricLoop {
   std::chrono::steady_clock::time_point discovered_at_{};
   bool rediscover_ = true;
   double discovery_seconds_ = 0;
-  std::map<std::string, std::uint16_t> caps_;        // node guid -> ClassPortInfo CapabilityMask
-  std::map<std::string, bool> vl_unsupported_;       // node guid -> PortVLXmitWaitCounters refused
+  // What each node's agent said about itself (node guid -> ClassPortInfo CapabilityMask, and the
+  // optional attributes each port number refused). A node is here once its ClassPortInfo answered;
+  // all is learned again after each discovery (a node may have been replaced or upgraded).
+  struct Learned {
+    std::uint16_t cap = 0;
+    std::map<std::uint8_t, AttrSet> refused;
+  };
+  std::map<std::string, Learned> learned_;
+  std::set<std::string> logged_;  // node guid + attribute: refusals logged once
   struct NodeErrors {
     std::string name;
     std::uint64_t timeouts = 0;

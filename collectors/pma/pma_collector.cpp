@@ -47,8 +47,14 @@ class PmaCollector final : public exporter::Collector {
 
  private:
   struct PortState {
-    std::optional<std::uint16_t> cap;
-    bool vl_unsupported = false;
+    // What the port's agent said about itself: learned again when the port changes (another LID
+    // or port GUID, or not ACTIVE in a scrape) and after a failed query (it may have restarted).
+    struct Learned {
+      std::optional<std::uint16_t> cap;  // ClassPortInfo CapabilityMask
+      AttrSet refused;                   // optional attributes answered "unsupported"
+      std::uint16_t lid = 0;
+      std::uint64_t port_guid = 0;
+    } learned;
     // Held across scrapes: one umad agent per port for the daemon's life (no open/register/close
     // per scrape), and replies that come back after their deadline reach a registered agent and
     // are counted as strays instead of arriving at a closed one.
@@ -85,6 +91,7 @@ class PmaCollector final : public exporter::Collector {
         continue;
       }
       if (lp.state != 4 || lp.lid == 0) {
+        if (auto it = state_.find(id); it != state_.end()) it->second.learned = {};
         log_once(id + "/down", "skipping " + id + " while it is not ACTIVE with a LID (state " + std::to_string(lp.state) +
                                    ", lid " + std::to_string(lp.lid) + ")");
         continue;
@@ -116,18 +123,24 @@ class PmaCollector final : public exporter::Collector {
                         "PMA " + std::string(mad::attr_name(a)) + " of " + id + " (lid " + std::to_string(lp.lid) +
                             ") failed: " + reason + " " + mad::status_text(r.status));
     };
+    PortState::Learned& learned = st.learned;
+    const PortState::Learned unknown{.lid = lp.lid, .port_guid = lp.port_guid};
+    if (learned.lid != lp.lid || learned.port_guid != lp.port_guid) learned = unknown;
     PortReadings readings;
-    if (!st.cap) {
+    if (!learned.cap) {
       const mad::PmaQuery q{lp.lid, port_select, mad::PmaAttr::kClassPortInfo};
       auto r = client.query(std::span(&q, 1), local_.query);
       if (r[0].outcome != mad::Outcome::kOk || !store(readings, q.attr, r[0])) {
         fail(q.attr, r[0]);
         return;
       }
-      st.cap = readings.cap_mask;
+      learned.cap = readings.cap_mask;
     }
-    readings.cap_mask = *st.cap;
-    const auto attrs = attributes_for(*st.cap, local_.vl_xmit_wait && !st.vl_unsupported);
+    // Copies: a failed query below forgets what was learned before the series are written.
+    const std::uint16_t cap_mask = *learned.cap;
+    AttrSet refused = learned.refused;
+    readings.cap_mask = cap_mask;
+    const auto attrs = attributes_for(cap_mask, local_.vl_xmit_wait, refused);
     std::vector<mad::PmaQuery> qs;
     for (auto a : attrs) qs.push_back({lp.lid, port_select, a});
     auto replies = client.query(qs, local_.query);
@@ -135,26 +148,33 @@ class PmaCollector final : public exporter::Collector {
     for (std::size_t i = 0; i < qs.size(); ++i) {
       const auto& r = replies[i];
       if (r.outcome == mad::Outcome::kOk && store(readings, qs[i].attr, r)) continue;
-      if (qs[i].attr == mad::PmaAttr::kPortVLXmitWaitCounters && r.outcome == mad::Outcome::kStatus &&
-          mad::status_unsupported(r.status)) {
-        st.vl_unsupported = true;
-        log_once(id + "/vl", id + " does not support PortVLXmitWaitCounters; per-VL transmit wait not exported");
+      if (says_unsupported(qs[i].attr, r)) {
+        refused.add(qs[i].attr);
+        const std::string attr(mad::attr_name(qs[i].attr));
+        log_once(id + "/unsupported/" + attr, id + " (lid " + std::to_string(lp.lid) + ") answers " + attr + " with " +
+                                                  mad::status_text(r.status) + ": its counters are not exported");
         continue;
       }
       failed = true;
+      readings.ext_failed |= qs[i].attr == mad::PmaAttr::kPortCountersExtended;
       fail(qs[i].attr, r);
     }
-    if (failed) st.cap.reset();  // re-read ClassPortInfo next time (the port may have changed)
+    learned.refused = refused;
+    if (failed) learned = unknown;  // ask ClassPortInfo and the refused attributes again next time
     const exporter::Labels base{{"device", lp.ca}, {"port", std::to_string(lp.port)}};
     emit_port(readings, "rdma_pma_port_", base, out);
     exporter::Labels info = base;
     info.emplace_back("lid", std::to_string(lp.lid));
     info.emplace_back("port_guid", mad::guid_label(lp.port_guid));
     char cap[8];
-    std::snprintf(cap, sizeof cap, "0x%04x", *st.cap ? readings.cap_mask : 0);
+    std::snprintf(cap, sizeof cap, "0x%04x", cap_mask);
     info.emplace_back("capability_mask", cap);
     out.info("rdma_pma_port_info", "Local port queried through its PMA: LID, port GUID, PerfMgt ClassPortInfo CapabilityMask.",
              std::move(info));
+    emit_support("rdma_pma_port_attribute_supported",
+                 "1 when the port's PMA answers this optional attribute, 0 when its ClassPortInfo or an 'unsupported' "
+                 "MAD status says it does not (its counters are then absent).",
+                 cap_mask, local_.vl_xmit_wait, refused, base, out);
   }
 
   LocalOptions local_;

@@ -1,5 +1,6 @@
 #include "collectors/pma/pma_metrics.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 
@@ -87,13 +88,31 @@ void emit(const std::string& prefix, const Def& d, unsigned width, std::uint64_t
 
 }  // namespace
 
-std::vector<PmaAttr> attributes_for(std::uint16_t cap, bool vl_xmit_wait) {
+bool says_unsupported(PmaAttr attr, const mad::PmaReply& reply) {
+  return std::find(kOptionalAttrs.begin(), kOptionalAttrs.end(), attr) != kOptionalAttrs.end() &&
+         reply.outcome == mad::Outcome::kStatus && mad::status_unsupported(reply.status);
+}
+
+std::vector<PmaAttr> attributes_for(std::uint16_t cap, bool vl_xmit_wait, AttrSet refused) {
   std::vector<PmaAttr> a{PmaAttr::kPortCounters};
+  // PortCountersExtended only where ClassPortInfo announces it (perfquery asks anyway and warns).
   if (cap & (mad::kCapExtWidth | mad::kCapExtWidthNoIetf)) a.push_back(PmaAttr::kPortCountersExtended);
   a.push_back(PmaAttr::kPortRcvErrorDetails);
   a.push_back(PmaAttr::kPortXmitDiscardDetails);
   if (vl_xmit_wait) a.push_back(PmaAttr::kPortVLXmitWaitCounters);
+  std::erase_if(a, [&](PmaAttr x) { return refused.has(x); });
   return a;
+}
+
+void emit_support(const std::string& name, std::string_view help, std::uint16_t cap, bool vl_xmit_wait,
+                  AttrSet refused, const exporter::Labels& base, exporter::MetricSink& out) {
+  const auto asked = attributes_for(cap, vl_xmit_wait, refused);
+  for (PmaAttr a : kOptionalAttrs) {
+    if (a == PmaAttr::kPortVLXmitWaitCounters && !vl_xmit_wait) continue;
+    exporter::Labels l = base;
+    l.emplace_back("attribute", std::string(mad::attr_name(a)));
+    out.gauge_u64(name, help, std::move(l), std::find(asked.begin(), asked.end(), a) != asked.end() ? 1 : 0);
+  }
 }
 
 bool store(PortReadings& r, PmaAttr attr, const mad::PmaReply& reply) {
@@ -128,7 +147,7 @@ void emit_port(const PortReadings& r, const std::string& prefix, const exporter:
       if (r.ext) {
         emit(prefix, d, 64, bytes ? (tx ? r.ext->xmit_data : r.ext->rcv_data) : (tx ? r.ext->xmit_pkts : r.ext->rcv_pkts),
              base, out);
-      } else if (r.pc) {
+      } else if (r.pc && !r.ext_failed) {
         emit(prefix, d, 32, bytes ? (tx ? r.pc->xmit_data : r.pc->rcv_data) : (tx ? r.pc->xmit_pkts : r.pc->rcv_pkts),
              base, out);
       }

@@ -140,8 +140,9 @@ class Sim:
         if not any("has been set" in l for l in out):
             raise RuntimeError("PerformanceSet failed: %s" % out)
 
-    def run(self, argv, timeout=30):
-        return subprocess.run(argv, cwd=self.dir, env=self.shim_env, capture_output=True, text=True, timeout=timeout)
+    def run(self, argv, timeout=30, env=None):
+        return subprocess.run(argv, cwd=self.dir, env=dict(self.shim_env, **(env or {})), capture_output=True,
+                              text=True, timeout=timeout)
 
     def perfquery(self, *args):
         r = self.run(["perfquery"] + [str(a) for a in args])
@@ -198,14 +199,15 @@ class Sim:
 
 
 class Exporter:
-    def __init__(self, sim, binary, *args):
+    def __init__(self, sim, binary, *args, env=None):
+        """env: variables added to the simulator's (e.g. an LD_PRELOAD that includes sim.shim)."""
         self.sim = sim
         self.sysfs = tempfile.mkdtemp(dir=sim.dir, prefix="sysfs-")
         self.errlog = open(os.path.join(sim.dir, "exporter-%d.log" % len(sim.procs)), "w+")
         argv = [binary, "--web.listen-address=127.0.0.1:0", "--path.sysfs=" + self.sysfs,
                 "--collector.disable-defaults", "--collector.pma", "--log.level=debug"] + list(args)
-        self.proc = sim.track(subprocess.Popen(argv, cwd=sim.dir, env=sim.shim_env, stdout=self.errlog,
-                                               stderr=subprocess.STDOUT, text=True))
+        self.proc = sim.track(subprocess.Popen(argv, cwd=sim.dir, env=dict(sim.shim_env, **(env or {})),
+                                               stdout=self.errlog, stderr=subprocess.STDOUT, text=True))
         sim.exporters.append(self)
         self.port = None
         deadline = time.monotonic() + 20

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """pma collector against the ibsim simulator: exporter values == PerformanceSet values == perfquery.
 
-usage: test_pma.py <rdma_exporter> local|fabric|faults
+usage: test_pma.py <rdma_exporter> local|fabric|faults|unsupported_local|unsupported_fabric <pma_mad_double.so>
 Exit 0 = pass, else fail (also when the simulator cannot be installed or started).
 """
 import os
@@ -24,6 +24,16 @@ def check(cond, what):
 
 def eq(a, b, what):
     check(a == b, "%s: %r == %r" % (what, a, b))
+
+
+def pma_errors(m):
+    """rdma_exporter_collector_errors_total of the pma collector, all reasons."""
+    return sum(v for (n, l), v in m.items()
+               if n == "rdma_exporter_collector_errors_total" and dict(l).get("collector") == "pma")
+
+
+def absent(m, name, **labels):
+    return not any(n == name and all(dict(l).get(k) == str(x) for k, x in labels.items()) for n, l in m)
 
 
 def promtool_clean(text, what):
@@ -216,8 +226,7 @@ def case_faults(sim, exe):
     #    replies it queues while stopped arrive after the timed-out discovery closed its MAD port,
     #    and umad2sim 0.10 dereferences a freed agent slot for such a reply and kills the client;
     #    a real kernel drops a reply for an unregistered agent.)
-    local_before = sum(v for (n, l), v in e.metrics().items() if n == "rdma_exporter_collector_errors_total"
-                       and dict(l).get("collector") == "pma")
+    local_before = pma_errors(e.metrics())
     sim.cmd('Error "Hca1"[1] 100')
     try:
         t0 = time.monotonic()
@@ -227,8 +236,7 @@ def case_faults(sim, exe):
             answered += 1
         check(answered == 3, "/metrics answered 3 scrapes while every MAD was dropped (%.1f s)" % (time.monotonic() - t0))
         check(any(n == "rdma_pma_fabric_refreshes_total" for n, _ in m), "fabric snapshot still served")
-        local_after = sum(v for (n, l), v in m.items() if n == "rdma_exporter_collector_errors_total"
-                          and dict(l).get("collector") == "pma")
+        local_after = pma_errors(m)
         check(local_after > local_before, "local-mode timeouts counted (%d -> %d)" % (local_before, local_after))
         check(e.proc.poll() is None, "exporter alive while the fabric is silent")
     finally:
@@ -260,15 +268,184 @@ def case_faults(sim, exe):
     eq(e.stop(), 0, "local-only exporter exits 0 after the stop")
 
 
+# Optional attributes the MAD double (pma_mad_double.cpp) makes an agent refuse, by attribute ID.
+REFUSABLE = {0x15: "PortRcvErrorDetails", 0x16: "PortXmitDiscardDetails", 0x1D: "PortCountersExtended"}
+EXT_ONLY = ("unicast_transmit_packets", "unicast_receive_packets", "multicast_transmit_packets",
+            "multicast_receive_packets")
+
+
+class Double:
+    """The agent quirk: `refuse` is [(lid, attribute id[, port select])]; write() changes it while the
+    exporter runs (the double reads the file for every PerfMgt reply)."""
+
+    def __init__(self, sim, library, refuse):
+        self.path = os.path.join(sim.dir, "unsupported")
+        self.env = {"LD_PRELOAD": library + ":" + sim.shim, "PMA_DOUBLE_UNSUPPORTED": self.path}
+        self.write(refuse)
+
+    def write(self, refuse):
+        with open(self.path + ".new", "w") as f:
+            f.write("".join(" ".join(hex(x) for x in entry) + "\n" for entry in refuse))
+        os.replace(self.path + ".new", self.path)
+
+
+def log_count(e, text):
+    return e.log().count(text)
+
+
+def check_refused_port(m, prefix, labels, refused, where):
+    """The counters of refused attributes are absent, those of the others present."""
+    groups = {0x15: RCVERR.values(), 0x16: XMTDISC.values(), 0x1D: EXT_ONLY}
+    for attr, suffixes in groups.items():
+        for suffix in suffixes:
+            name = prefix + suffix + "_total"
+            if attr in refused:
+                check(absent(m, name, **labels), "%s: %s absent (%s refused)" % (where, suffix, REFUSABLE[attr]))
+            else:
+                check(not absent(m, name, **labels), "%s: %s present" % (where, suffix))
+
+
+def case_unsupported_local(sim, exe, library):
+    lid = sim.lids()["Hca1"][1]
+    for f, v in (("PortCounters.SymbolErrorCounter", 42), ("PortCounters.LinkDownedCounter", 3),
+                 ("PortCounters.PortXmitData", 123456), ("PortCounters.PortRcvPkts", 789),
+                 ("PortCountersExtended.PortXmitData", 10 ** 12), ("PortRcvErrorDetails.PortLoopingErrors", 12),
+                 ("PortXmitDiscardDetails.PortInactiveDiscards", 13),
+                 ("PortVLXmitWaitCounters.PortVLXmitWaitCounters3", 8)):
+        sim.set("Hca1", 1, f, v)
+    double = Double(sim, library, [(lid, a) for a in REFUSABLE])
+    # The double itself: perfquery through it is refused, without it the simulator answers.
+    for flag in ("--rcverr", "--xmtdisc", "-x"):
+        check(sim.run(["perfquery", flag], env=double.env).returncode != 0,
+              "perfquery %s refused through the double" % flag)
+    rcverr, xmtdisc = sim.perfquery("--rcverr"), sim.perfquery("--xmtdisc")
+    e = Exporter(sim, exe, "--collector.pma.timeout=200ms", "--collector.pma.retries=1", env=double.env)
+    L = {"device": "ibsim0", "port": "1"}
+    P = "rdma_pma_port_"
+    scrapes = [e.metrics() for _ in range(3)]
+    m = scrapes[-1]
+    check(all(pma_errors(x) == 0 for x in scrapes),
+          "no pma collector error in 3 scrapes of a port that refuses 3 attributes")
+    pq = sim.perfquery()
+    for field, suffix in PC_ERRORS.items():
+        eq(get(m, P + suffix + "_total", **L), pq[field], "refusing port: %s == perfquery %s" % (suffix, field))
+    eq(get(m, P + "symbol_errors_total", **L), 42, "SymbolErrorCounter = set value")
+    eq(get(m, P + "transmit_bytes_total", **L), pq["PortXmitData"] * 4,
+       "PortCountersExtended refused: transmit bytes from the 32-bit PortCounters, == perfquery PortXmitData x 4")
+    eq(get(m, P + "transmit_bytes_total", **L), 123456 * 4, "... = the PortCounters value set (not the extended 4e12)")
+    eq(get(m, P + "saturated", counter="transmit_bytes", **L), 0, "32-bit transmit bytes watched for saturation")
+    eq(get(m, P + "receive_packets_total", **L), pq["PortRcvPkts"], "receive packets == perfquery PortRcvPkts (32-bit)")
+    check_refused_port(m, P, L, REFUSABLE, "local")
+    eq(get(m, P + "transmit_wait_vl_total", vl="3", **L), 8, "PortVLXmitWaitCounters still read")
+    for attr, name in REFUSABLE.items():
+        eq(get(m, P + "attribute_supported", attribute=name, **L), 0, "state: %s not supported" % name)
+        eq(log_count(e, "answers %s with unsupported" % name), 1, "one log line for %s" % name)
+    eq(get(m, P + "attribute_supported", attribute="PortVLXmitWaitCounters", **L), 1, "state: VL wait supported")
+    promtool_clean(e.text(), "unsupported local")
+    # New agent firmware answers PortRcvErrorDetails; the exporter learns it again when the port
+    # fails and comes back (here: every MAD to the local port dropped for a scrape, which is also
+    # the path that read an emptied capability mask).
+    double.write([(lid, 0x16), (lid, 0x1D)])
+    eq(get(e.metrics(), P + "attribute_supported", attribute="PortRcvErrorDetails", **L), 0,
+       "a learned refusal is not asked again while the port is unchanged")
+    sim.cmd('Error "Hca1"[1] 100')
+    try:
+        m = e.metrics()
+        check(get(m, "rdma_exporter_collector_errors_total", collector="pma", reason="timeout") >= 1,
+              "dropped MADs counted as timeouts")
+        check(e.proc.poll() is None, "exporter alive after a failed scrape of a port with learned capabilities")
+    finally:
+        sim.cmd('Error "Hca1"[1] 0')
+    m = e.metrics()
+    eq(get(m, P + "attribute_supported", attribute="PortRcvErrorDetails", **L), 1, "learned again: now supported")
+    eq(get(m, P + "receive_looping_errors_total", **L), rcverr["PortLoopingErrors"], "... and exported == perfquery")
+    eq(get(m, P + "attribute_supported", attribute="PortXmitDiscardDetails", **L), 0, "still refused: XmitDiscardDetails")
+    check_refused_port(m, P, L, (0x16, 0x1D), "local after re-learning")
+    errors = pma_errors(m)
+    eq(pma_errors(e.metrics()), errors, "pma errors do not grow once the port answers again")
+    for name in REFUSABLE.values():
+        eq(log_count(e, "answers %s with unsupported" % name), 1, "still one log line for %s after re-learning" % name)
+    check(xmtdisc["PortInactiveDiscards"] == 13, "simulator answers XmitDiscardDetails without the double")
+    eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
+
+
+def case_unsupported_fabric(sim, exe, library):
+    lids = sim.lids()
+    sw, h2 = lids["Switch1"], lids["Hca2"][1]
+    for f, v in (("PortCounters.SymbolErrorCounter", 77), ("PortCounters.PortRcvSwitchRelayErrors", 5),
+                 ("PortCounters.PortXmitData", 10 ** 6), ("PortCountersExtended.PortXmitData", 10 ** 12),
+                 ("PortRcvErrorDetails.PortLoopingErrors", 21)):
+        sim.set("Hca2", 1, f, v)
+    sim.set("Switch1", 4, "PortRcvErrorDetails.PortLoopingErrors", 304)
+    sim.set("Switch1", 4, "PortXmitDiscardDetails.PortNeighborMTUDiscards", 404)
+    sim.set("Switch1", 3, "PortXmitDiscardDetails.PortNeighborMTUDiscards", 403)
+    # Hca2 refuses all three; Switch1 refuses XmitDiscardDetails on port 4 only.
+    double = Double(sim, library, [(h2, a) for a in REFUSABLE] + [(sw, 0x16, 4)])
+    check(sim.run(["perfquery", "--xmtdisc", str(sw), "4"], env=double.env).returncode != 0 and
+          sim.run(["perfquery", "--xmtdisc", str(sw), "3"], env=double.env).returncode == 0,
+          "the double refuses Switch1 port 4 only")
+    e = Exporter(sim, exe, "--collector.pma.fabric", "--collector.pma.fabric-period=200ms",
+                 "--collector.pma.fabric-discovery-period=1s", env=double.env)
+    wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_refreshes_total") >= 2, 60, what="first refreshes")
+    scrapes = [e.metrics() for _ in range(3)]
+    m = scrapes[-1]
+    F = "rdma_pma_fabric_port_"
+    S = "rdma_pma_fabric_attribute_supported"
+    for x in scrapes:
+        check(pma_errors(x) == 0 and absent(x, "rdma_pma_fabric_mad_errors_total"), "no pma or fabric MAD errors")
+    eq(get(m, "rdma_pma_fabric_ports_answered"), 8, "all 8 ports answered")
+    H2 = {"node_name": "Hca2", "port": "1"}
+    pq = sim.perfquery(h2, 1)
+    for field, suffix in PC_ERRORS.items():
+        eq(get(m, F + suffix + "_total", **H2), pq[field], "Hca2 (refuses 3): %s == perfquery %s" % (suffix, field))
+    xd = get(m, F + "transmit_bytes_total", **H2)
+    after = sim.perfquery(h2, 1)["PortXmitData"] * 4
+    check(4 * 10 ** 6 <= xd <= after < 4 * 10 ** 12,
+          "Hca2 transmit bytes from the 32-bit PortCounters: set*4 %d <= exporter %d <= perfquery-after*4 %d"
+          % (4 * 10 ** 6, xd, after))
+    check_refused_port(m, F, H2, REFUSABLE, "Hca2")
+    SW4, SW3 = {"node_name": "Switch1", "port": "4"}, {"node_name": "Switch1", "port": "3"}
+    check_refused_port(m, F, SW4, (0x16,), "Switch1 port 4")
+    check_refused_port(m, F, SW3, (), "Switch1 port 3")
+    eq(get(m, F + "receive_looping_errors_total", **SW4), sim.perfquery("--rcverr", sw, 4)["PortLoopingErrors"],
+       "Switch1 port 4 RcvErrorDetails == perfquery")
+    eq(get(m, F + "transmit_neighbor_mtu_discards_total", **SW3), 403, "Switch1 port 3 XmitDiscardDetails = set")
+    for name in REFUSABLE.values():
+        eq(get(m, S, node_name="Hca2", attribute=name), 0, "state: Hca2 %s not supported" % name)
+        eq(get(m, S, node_name="Hca3", attribute=name), 1, "state: Hca3 %s supported" % name)
+    eq(get(m, S, node_name="Switch1", attribute="PortXmitDiscardDetails"), 0, "state: Switch1 refuses on a port")
+    eq(get(m, S, node_name="Switch1", attribute="PortRcvErrorDetails"), 1, "state: Switch1 RcvErrorDetails")
+    check(absent(m, S, attribute="PortVLXmitWaitCounters"), "no VL state without fabric-vl-xmit-wait")
+    promtool_clean(e.text(), "unsupported fabric")
+    # New Hca2 firmware answers PortRcvErrorDetails: learned again after a discovery.
+    double.write([(h2, 0x16), (h2, 0x1D), (sw, 0x16, 4)])
+    wait_for(lambda: get(e.metrics(), S, node_name="Hca2", attribute="PortRcvErrorDetails") == 1, 60,
+             what="Hca2 PortRcvErrorDetails learned again after a rediscovery")
+    wait_refreshes(e, 2)
+    m = e.metrics()
+    eq(get(m, F + "receive_looping_errors_total", **H2), 21, "Hca2 RcvErrorDetails exported once supported")
+    check_refused_port(m, F, H2, (0x16, 0x1D), "Hca2 after re-learning")
+    check(pma_errors(m) == 0 and absent(m, "rdma_pma_fabric_mad_errors_total"), "still no errors after re-learning")
+    for attr, name in REFUSABLE.items():
+        eq(log_count(e, "Hca2 (0x0000000000100002) port 1 answers %s with unsupported" % name), 1,
+           "one log line for Hca2 %s over several discoveries" % name)
+    eq(log_count(e, "Switch1 (0x0000000000200000) port 4 answers PortXmitDiscardDetails"), 1, "one log line for Switch1")
+    eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
+
+
 def main():
-    exe, case = sys.argv[1], sys.argv[2]
+    exe, case, double = sys.argv[1], sys.argv[2], sys.argv[3]
     try:
         sim = Sim()
     except SetupError as s:
         print("FAIL - test bed:", s)
         return 1
     try:
-        {"local": case_local, "fabric": case_fabric, "faults": case_faults}[case](sim, exe)
+        if case.startswith("unsupported_"):
+            {"unsupported_local": case_unsupported_local,
+             "unsupported_fabric": case_unsupported_fabric}[case](sim, exe, double)
+        else:
+            {"local": case_local, "fabric": case_fabric, "faults": case_faults}[case](sim, exe)
     except Exception as ex:  # noqa: BLE001 - report, clean up, fail
         import traceback
         traceback.print_exc()
