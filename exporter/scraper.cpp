@@ -164,6 +164,11 @@ void Scraper::add_self_metrics(MetricSink& out, const std::vector<std::pair<Slot
       out.counter("rdma_exporter_collector_errors_total",
                   "Errors met by a collector (unreadable files, vanished devices, timeouts), by reason.",
                   {{"collector", slot->name}, {"reason", reason}}, n);
+    for (const auto& [capability, available] : slot->errors.capabilities())
+      out.gauge("rdma_exporter_collector_capability",
+                "1 when the host offers what a collector can use (umad device, ECN sysfs, PMA counters), 0 when "
+                "some port or netdev lacks it. State, not an error: logged once when it goes missing.",
+                {{"collector", slot->name}, {"capability", capability}}, available ? 1.0 : 0.0);
   }
   for (const auto& [reason, n] : discovery_errors_.counts())
     out.counter("rdma_exporter_discovery_errors_total", "Errors while discovering RDMA devices and ports.",
