@@ -72,18 +72,24 @@ void daemon_self_metrics(const DaemonStats& st, MetricSink& out) {
 void declare_options(Options& o) {
   o.declare({"web.listen-address", OptionType::kString, ":9661", "Address to listen on for HTTP, [host]:port."});
   o.declare({"web.telemetry-path", OptionType::kString, "/metrics", "Path under which to expose metrics."});
-  o.declare({"web.max-requests", OptionType::kInt, "8", "Worker threads serving HTTP requests."});
+  o.declare({"web.max-requests", OptionType::kInt, "0",
+             "Worker threads serving HTTP requests, one per open (keep-alive) connection; 0: "
+             "web.max-concurrent-scrapes + 8, so that every admitted scraper has one and /healthz still answers."});
   o.declare({"web.config.file", OptionType::kString, "",
              "Web config file (exporter-toolkit format): TLS and basic auth. See docs/security.md."});
-  o.declare({"web.max-concurrent-scrapes", OptionType::kInt, "4",
-             "Scrapes served at once; the excess get 503 immediately (0: no limit)."});
+  o.declare({"web.max-concurrent-scrapes", OptionType::kInt, "64",
+             "Scrapes served at once (they share one collection); the excess get 503 immediately (0: no limit)."});
+  o.declare({"web.timeout-offset", OptionType::kDuration, "500ms",
+             "Subtracted from a scraper's X-Prometheus-Scrape-Timeout-Seconds to leave time for the answer."});
   o.declare({"web.request-timeout", OptionType::kDuration, "10s", "Timeout of every HTTP socket read and write."});
   o.declare({"web.max-request-size", OptionType::kInt, "16384", "Largest request line plus headers, in bytes."});
   o.declare({"path.sysfs", OptionType::kString, "/sys", "sysfs mount point."});
   o.declare({"path.procfs", OptionType::kString, "/proc", "procfs mount point."});
   o.declare({"device.include", OptionType::kString, "", "Regular expression of RDMA device names to read (default all)."});
   o.declare({"device.exclude", OptionType::kString, "", "Regular expression of RDMA device names never to read."});
-  o.declare({"scrape.timeout", OptionType::kDuration, "10s", "Per-scrape timeout for every collector."});
+  o.declare({"scrape.timeout", OptionType::kDuration, "9500ms",
+             "Per-scrape timeout for every collector; a scraper's X-Prometheus-Scrape-Timeout-Seconds less "
+             "web.timeout-offset lowers it (the default is Prometheus' default 10s less the default offset)."});
   o.declare({"log.level", OptionType::kString, "info", "Log level: debug, info, warn, error."});
   o.declare({"log.format", OptionType::kString, "logfmt", "Log format: logfmt or json."});
   o.declare({"collector.disable-defaults", OptionType::kBool, "false",
@@ -177,9 +183,11 @@ int run(int argc, const char* const* argv) {
   HttpOptions http;
   http.listen_address = options.get_string("web.listen-address");
   http.telemetry_path = options.get_string("web.telemetry-path");
-  http.threads = static_cast<int>(std::max<std::int64_t>(1, options.get_int("web.max-requests")));
   http.max_concurrent_scrapes =
       static_cast<int>(std::clamp<std::int64_t>(options.get_int("web.max-concurrent-scrapes"), 0, 1 << 20));
+  http.threads = static_cast<int>(std::clamp<std::int64_t>(options.get_int("web.max-requests"), 0, 4096));
+  if (http.threads == 0) http.threads = std::min((http.max_concurrent_scrapes ? http.max_concurrent_scrapes : 64) + 8, 4096);
+  http.timeout_offset = std::max(Duration(0), options.get_duration("web.timeout-offset"));
   http.request_timeout_ms =
       static_cast<int>(std::clamp<std::int64_t>(options.get_duration("web.request-timeout").count(), 1, 1 << 30));
   http.max_request_size =
@@ -188,7 +196,7 @@ int run(int argc, const char* const* argv) {
   std::unique_ptr<HttpServer> server;
   try {
     server = std::make_unique<HttpServer>(
-        http, HttpHandlers{[&] { return current()->scrape_text(); },
+        http, HttpHandlers{[&](std::optional<Duration> client_timeout) { return current()->scrape_text(client_timeout); },
                            [&] { return landing_page(http.telemetry_path, current()->collector_names()); }});
   } catch (const std::exception& e) {
     spdlog::error("cannot start HTTP server: {}", e.what());

@@ -1,5 +1,8 @@
 // Errors are data: each collector counts them by reason for
 // rdma_exporter_collector_errors_total{collector,reason} and logs a cause only the first time.
+// A capability the host simply lacks (no umad device node in the container, a driver without an
+// ECN sysfs tree, a port whose PMA answers "N/A") is not an error: it is state, exported as
+// rdma_exporter_collector_capability{collector,capability} and logged once when it goes missing.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +26,13 @@ class ErrorReporter {
   // Convenience for sysfs reads: reason = reason_label(error), cause = path.
   void report_read(sysfs::ReadError error, const std::string& path);
 
+  // Records whether `capability` is there for `cause` (a port, a netdev) in this scrape. Logs
+  // `message` at info level when a cause loses it (or lacks it the first time); counts nothing.
+  void capability(std::string_view capability, std::string_view cause, bool available, std::string_view message);
+
   std::map<std::string, std::uint64_t> counts() const;
+  // Per capability ever reported: 1 when every cause has it as last reported, else 0.
+  std::map<std::string, bool> capabilities() const;
   std::uint64_t total() const;
   const std::string& collector() const { return collector_; }
 
@@ -32,6 +41,7 @@ class ErrorReporter {
   mutable std::mutex mu_;
   std::map<std::string, std::uint64_t, std::less<>> counts_;
   std::set<std::string, std::less<>> logged_;
+  std::map<std::string, std::map<std::string, bool, std::less<>>, std::less<>> capabilities_;
 };
 
 }  // namespace rdma::exporter

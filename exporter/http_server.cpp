@@ -8,7 +8,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <thread>
 #include <stdexcept>
@@ -38,6 +40,24 @@ int log_message(const mg_connection*, const char* message) {
 }
 
 }  // namespace
+
+std::optional<std::chrono::milliseconds> scrape_timeout_from_header(const char* value,
+                                                                    std::chrono::milliseconds offset) {
+  if (!value) return std::nullopt;
+  std::string_view v(value);
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  double seconds = 0;
+  // from_chars: no locale, no leading '+', no hex; the whole value must be the number.
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seconds, std::chars_format::fixed);
+  if (v.empty() || ec != std::errc() || end != v.data() + v.size() || !std::isfinite(seconds) || seconds <= 0)
+    return std::nullopt;
+  const double ms = std::min(seconds * 1000.0, 1e12);  // beyond any cap, and no overflow
+  auto budget = std::chrono::milliseconds(static_cast<std::int64_t>(ms));
+  if (budget.count() <= 0) return std::nullopt;  // under a millisecond
+  if (budget > offset) budget -= offset;
+  return budget;
+}
 
 std::string civetweb_listening_port(const std::string& listen_address) {
   if (listen_address.empty()) throw std::invalid_argument("empty listen address");
@@ -145,6 +165,11 @@ int HttpServer::handle(mg_connection* conn) {
   const mg_request_info* ri = mg_get_request_info(conn);
   std::string_view method = ri->request_method;
   std::string_view uri = ri->local_uri ? ri->local_uri : "";
+  // Liveness says nothing about the host, and the kubelet's httpGet probes carry no credentials.
+  if (uri == "/healthz" && (method == "GET" || method == "HEAD") && ri->content_length <= 0) {
+    send(conn, 200, "OK", "text/plain; charset=utf-8", "ok\n");
+    return 200;
+  }
   std::shared_ptr<BasicAuthenticator> auth;
   {
     std::lock_guard lock(auth_mu_);
@@ -169,10 +194,6 @@ int HttpServer::handle(mg_connection* conn) {
     return 413;
   }
   if (uri == opts_.telemetry_path) return serve_metrics(conn);
-  if (uri == "/healthz") {
-    send(conn, 200, "OK", "text/plain; charset=utf-8", "ok\n");
-    return 200;
-  }
   if (uri == "/") {
     send(conn, 200, "OK", "text/html; charset=utf-8", handlers_.landing_html());
     return 200;
@@ -198,7 +219,8 @@ int HttpServer::serve_metrics(mg_connection* conn) {
   }
   std::shared_ptr<const std::string> text;
   try {
-    text = handlers_.metrics_text();
+    text = handlers_.metrics_text(
+        scrape_timeout_from_header(mg_get_header(conn, "X-Prometheus-Scrape-Timeout-Seconds"), opts_.timeout_offset));
   } catch (const std::exception& e) {
     ++stats_.scrape_failed;
     spdlog::error("scrape failed: {}", e.what());

@@ -2,13 +2,17 @@
 // answers (404; methods other than GET/HEAD get 405). Hardening (docs/security.md):
 //  - TLS from a web config (exporter-toolkit format) through an SSL_CTX built here and handed to
 //    civetweb (external_ssl_ctx); the OpenSSL 3 crash is avoided by exporter/tls/ (the shim).
-//  - HTTP basic auth (bcrypt) on every path.
+//  - HTTP basic auth (bcrypt) on every path but /healthz, which reveals nothing and must answer
+//    the kubelet's plain httpGet probes.
 //  - At most max_concurrent_scrapes requests run the scrape at once; the excess get 503 at once.
+//  - A scraper's X-Prometheus-Scrape-Timeout-Seconds, less timeout_offset, is handed to the
+//    metrics handler as the time the client will wait.
 //  - request_timeout_ms bounds every socket read/write; max_request_size bounds the request
 //    head; a GET/HEAD with a body gets 413.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -27,16 +31,20 @@ namespace rdma::exporter {
 struct HttpOptions {
   std::string listen_address = ":9661";   // [host]:port; civetweb in Debian has no IPv6
   std::string telemetry_path = "/metrics";
-  int threads = 8;
+  int threads = 72;                        // civetweb holds one per keep-alive connection
   int request_timeout_ms = 10000;
-  int max_concurrent_scrapes = 4;          // 0: no limit
+  int max_concurrent_scrapes = 64;         // 0: no limit
+  std::chrono::milliseconds timeout_offset{500};  // subtracted from the scraper's timeout header
   std::size_t max_request_size = 16384;    // bytes of request line + headers
   WebConfig web;                           // TLS and basic auth (default: neither)
 };
 
 struct HttpHandlers {
   // Renders the whole exposition; shared, so that a large text is never copied per request.
-  std::function<std::shared_ptr<const std::string>()> metrics_text;
+  // client_timeout: how long the scraper waits for the answer (its header less the offset), when
+  // it said so.
+  std::function<std::shared_ptr<const std::string>(std::optional<std::chrono::milliseconds> client_timeout)>
+      metrics_text;
   std::function<std::string()> landing_html;
 };
 
@@ -81,6 +89,13 @@ class HttpServer {
   mg_context* ctx_ = nullptr;
   int port_ = 0;
 };
+
+// The value of X-Prometheus-Scrape-Timeout-Seconds (decimal seconds, e.g. "10" or "9.5") less
+// offset: the time left to answer. The offset is kept only while it leaves a positive time (a
+// 0.4 s header with a 0.5 s offset gives 0.4 s, as the blackbox exporter does). nullopt for a
+// missing, empty, non-numeric, non-finite, zero or negative value: the header is then ignored.
+std::optional<std::chrono::milliseconds> scrape_timeout_from_header(const char* value,
+                                                                    std::chrono::milliseconds offset);
 
 // ":9661" -> "0.0.0.0:9661", "127.0.0.1:9661" unchanged; throws std::invalid_argument.
 std::string civetweb_listening_port(const std::string& listen_address);

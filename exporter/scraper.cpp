@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <exception>
 #include <thread>
@@ -74,7 +75,8 @@ std::vector<std::string> Scraper::collector_names() const {
   return names;
 }
 
-MetricSink Scraper::collect() {
+MetricSink Scraper::collect(std::optional<Duration> client_timeout) {
+  const Duration timeout = client_timeout ? std::min(timeout_, *client_timeout) : timeout_;
   std::lock_guard scrape_lock(scrape_mu_);
   ++scrapes_;
   const auto discovery_start = std::chrono::steady_clock::now();
@@ -83,7 +85,7 @@ MetricSink Scraper::collect() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - discovery_start).count();
   for (const auto& issue : host->issues) discovery_errors_.report_read(issue.error, issue.path);
 
-  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::vector<std::shared_ptr<Run>> runs(slots_.size());
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     auto slot = slots_[i];
@@ -134,7 +136,7 @@ MetricSink Scraper::collect() {
     if (!run->cv.wait_until(lock, deadline, [&] { return run->done; })) {
       lock.unlock();
       slot->errors.report("timeout", slot->name, "collector did not finish within the scrape timeout");
-      durations.emplace_back(slot, std::chrono::duration<double>(timeout_).count());
+      durations.emplace_back(slot, std::chrono::duration<double>(timeout).count());
       success.push_back(false);
       continue;
     }
@@ -142,13 +144,13 @@ MetricSink Scraper::collect() {
     success.push_back(run->ok);
     out.append(std::move(run->sink));
   }
-  add_self_metrics(out, durations, success, *host);
+  add_self_metrics(out, timeout, durations, success, *host);
   out.gauge("rdma_exporter_discovery_duration_seconds", "Time the shared device/port discovery took in this scrape.",
             {}, discovery_seconds);
   return out;
 }
 
-void Scraper::add_self_metrics(MetricSink& out, const std::vector<std::pair<Slot*, double>>& durations,
+void Scraper::add_self_metrics(MetricSink& out, Duration timeout, const std::vector<std::pair<Slot*, double>>& durations,
                                const std::vector<bool>& success, const model::HostModel& host) {
   auto bi = build_info();
   out.info("rdma_exporter_build_info", "Build information of rdma_exporter; the value is always 1.",
@@ -164,6 +166,11 @@ void Scraper::add_self_metrics(MetricSink& out, const std::vector<std::pair<Slot
       out.counter("rdma_exporter_collector_errors_total",
                   "Errors met by a collector (unreadable files, vanished devices, timeouts), by reason.",
                   {{"collector", slot->name}, {"reason", reason}}, n);
+    for (const auto& [capability, available] : slot->errors.capabilities())
+      out.gauge("rdma_exporter_collector_capability",
+                "1 when the host offers what a collector can use (umad device, ECN sysfs, PMA counters), 0 when "
+                "some port or netdev lacks it. State, not an error: logged once when it goes missing.",
+                {{"collector", slot->name}, {"capability", capability}}, available ? 1.0 : 0.0);
   }
   for (const auto& [reason, n] : discovery_errors_.counts())
     out.counter("rdma_exporter_discovery_errors_total", "Errors while discovering RDMA devices and ports.",
@@ -174,10 +181,14 @@ void Scraper::add_self_metrics(MetricSink& out, const std::vector<std::pair<Slot
                 host.excluded.size());
   out.counter("rdma_exporter_scrapes_total", "Collections run since start (concurrent requests share one).", {},
               scrapes_.load());
+  out.gauge("rdma_exporter_scrape_timeout_seconds",
+            "Time this collection gave the collectors: --scrape.timeout, or the scraper's "
+            "X-Prometheus-Scrape-Timeout-Seconds less --web.timeout-offset when shorter.",
+            {}, std::chrono::duration<double>(timeout).count());
   if (self_metrics_hook_) self_metrics_hook_(out);
 }
 
-std::shared_ptr<const std::string> Scraper::scrape_text() {
+std::shared_ptr<const std::string> Scraper::scrape_text(std::optional<Duration> client_timeout) {
   std::unique_lock lock(flight_mu_);
   if (auto joined = flight_) {
     flight_cv_.wait(lock, [&] { return joined->done; });
@@ -191,7 +202,7 @@ std::shared_ptr<const std::string> Scraper::scrape_text() {
   std::shared_ptr<const std::string> text;
   std::exception_ptr error;
   try {
-    auto sink = collect();
+    auto sink = collect(client_timeout);
     auto rendered = std::make_shared<std::string>();
     rendered->reserve(64 * 1024);
     write_text(sink, *rendered);

@@ -8,9 +8,9 @@
 #include <condition_variable>
 #include <exception>
 #include <functional>
-#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,12 +37,15 @@ class Scraper {
   Scraper(model::Discoverer discoverer, std::vector<Entry> collectors, Duration timeout);
   ~Scraper();
 
-  // Collects everything and returns the families (self-metrics included).
-  MetricSink collect();
+  // Collects everything and returns the families (self-metrics included). Collectors get the
+  // scrape timeout, or client_timeout (what the scraper said it waits) when that is shorter.
+  MetricSink collect(std::optional<Duration> client_timeout = std::nullopt);
   // Collects and renders the text format. Requests that arrive while a collection is running
   // wait for it and share its text (single flight): 100 concurrent scrapers cost one
-  // collection, and firmware-backed files are never read by two scrapes at once.
-  std::shared_ptr<const std::string> scrape_text();
+  // collection, and firmware-backed files are never read by two scrapes at once. The collection
+  // runs under the timeout of the request that started it; one that joins it waits for that
+  // collection whatever its own timeout (scrapers of one target send the same header).
+  std::shared_ptr<const std::string> scrape_text(std::optional<Duration> client_timeout = std::nullopt);
 
   void start();  // starts background collectors
   void stop();   // stops them; idempotent
@@ -53,7 +56,7 @@ class Scraper {
 
  private:
   struct Slot;
-  void add_self_metrics(MetricSink& out, const std::vector<std::pair<Slot*, double>>& durations,
+  void add_self_metrics(MetricSink& out, Duration timeout, const std::vector<std::pair<Slot*, double>>& durations,
                         const std::vector<bool>& success, const model::HostModel& host);
 
   model::Discoverer discoverer_;

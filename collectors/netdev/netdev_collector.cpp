@@ -10,8 +10,11 @@
 // one has the same name (eth0), so only the tree's parts are read, as state logged once. A tree
 // without the netdev's ifindex names it only: absent here, it is counted and logged once per
 // netdev (reason netdev_missing). A source a netdev does not support (EOPNOTSUPP: veth has no
-// pause or DCB) is counted once and not asked again. A bond's pause and PFC are its slaves':
-// the slaves (which the host model lists after it) are read, the bond itself is not.
+// pause or DCB) and a driver without an ECN sysfs tree (every inbox driver: only MLNX_OFED has
+// class/net/<if>/ecn) are the host's state, not errors: recorded as capabilities
+// (rdma_exporter_collector_capability), logged once, and not asked again. A bond's pause and PFC
+// are its slaves': the slaves (which the host model lists after it) are read, the bond itself is
+// not.
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
@@ -59,7 +62,7 @@ class NetdevCollector final : public exporter::Collector {
       for (const auto& port : dev.ports) {
         if (port.link_layer != model::LinkLayer::kEthernet) continue;
         const Labels port_base{{"device", dev.name}, {"port", port.number_label}};
-        Tri pfc = Tri::kUnknown, ecn = Tri::kUnknown;
+        Tri pfc = Tri::kUnknown, ecn = Tri::kAbsent;  // absent: the identity of fold()
         for (const auto& nd : port.netdevs) {
           if (nd.bond) continue;  // its slaves follow it, each read on its own
           Labels base = port_base;
@@ -75,12 +78,14 @@ class NetdevCollector final : public exporter::Collector {
   }
 
  private:
-  // Reports a source's failure; EOPNOTSUPP only once per netdev (then the source is skipped).
+  // Reports a source's failure. EOPNOTSUPP is what the netdev is: a capability it lacks, after
+  // which the source is skipped.
   static void report(const exporter::ScrapeContext& ctx, ReadError e, const std::string& what, const std::string& netdev,
                      bool* unsupported_flag) {
     if (e == ReadError::kNotSupported) {
-      if (*unsupported_flag) return;
       *unsupported_flag = true;
+      ctx.errors.capability(what, netdev, false, "netdev " + netdev + " does not support " + what + " (EOPNOTSUPP)");
+      return;
     }
     ctx.errors.report(sysfs::reason_label(e), what + " " + netdev, what + " failed on netdev " + netdev);
   }
@@ -91,8 +96,11 @@ class NetdevCollector final : public exporter::Collector {
     auto ecn_cfg = dcb::read_ecn_config(ctx.host.sysfs_root, name);
     for (const auto& [path, err] : ecn_cfg.issues) ctx.errors.report_read(err, path);
     emit_ecn(base, ecn_cfg, out);
+    ctx.errors.capability("ecn_sysfs", name, ecn_cfg.present(),
+                          "netdev " + name + " has no class/net/" + name +
+                              "/ecn (only MLNX_OFED's mlx5 exposes the ECN configuration there); ECN not checked");
     const int ecn_on = ecn_cfg.enabled(roce_priority_);
-    const Tri ecn = ecn_on < 0 ? Tri::kUnknown : (ecn_on ? Tri::kYes : Tri::kNo);
+    const Tri ecn = !ecn_cfg.present() ? Tri::kAbsent : ecn_on < 0 ? Tri::kUnknown : (ecn_on ? Tri::kYes : Tri::kNo);
 
     NetdevState& st = state_[name];
     auto idx = ethtool::IoctlClient::ifindex(name);

@@ -162,7 +162,8 @@ void emit_ecn(const Labels& base, const dcb::EcnConfig& cfg, MetricSink& out) {
 Tri fold(Tri port, Tri netdev) {
   if (port == Tri::kNo || netdev == Tri::kNo) return Tri::kNo;
   if (port == Tri::kYes || netdev == Tri::kYes) return Tri::kYes;
-  return Tri::kUnknown;
+  if (port == Tri::kUnknown || netdev == Tri::kUnknown) return Tri::kUnknown;
+  return Tri::kAbsent;
 }
 
 std::string_view emit_consistency(const Labels& port_base, int priority, Tri pfc, Tri ecn, MetricSink& out) {
@@ -171,9 +172,12 @@ std::string_view emit_consistency(const Labels& port_base, int priority, Tri pfc
   else if (ecn == Tri::kNo) reason = "ecn_disabled";
   else if (pfc == Tri::kUnknown) reason = "pfc_unknown";
   else if (ecn == Tri::kUnknown) reason = "ecn_unknown";
+  else if (ecn == Tri::kAbsent) reason = "ecn_not_exposed";
   out.gauge("rdma_netdev_roce_priority_consistent",
-            "1 when the RoCE priority has PFC and ECN enabled on the port's netdevs; else 0 and reason says what is off or unreadable.",
-            with(port_base, {{"priority", std::to_string(priority)}, {"reason", std::string(reason)}}), reason == "ok" ? 1 : 0);
+            "1 when the RoCE priority has PFC and ECN enabled on the port's netdevs (or PFC, where the driver exposes no "
+            "ECN configuration: reason ecn_not_exposed); else 0 and reason says what is off or unreadable.",
+            with(port_base, {{"priority", std::to_string(priority)}, {"reason", std::string(reason)}}),
+            reason == "ok" || reason == "ecn_not_exposed" ? 1 : 0);
   return reason;
 }
 

@@ -31,11 +31,14 @@ bool emit_link_pause(const Labels& base, const netlink::PauseStats& stats, Metri
 void emit_dcb(const Labels& base, const dcb::IeeeConfig& cfg, MetricSink& out);
 void emit_ecn(const Labels& base, const dcb::EcnConfig& cfg, MetricSink& out);
 
-// What the port's netdevs say about one priority: unknown, disabled, enabled.
-enum class Tri : std::uint8_t { kUnknown, kNo, kYes };
-// Folds one netdev's answer into the port's: any "no" wins, then "yes", then unknown.
+// What the port's netdevs say about one priority: unknown, disabled, enabled, or absent (the
+// driver has no interface for it at all: no ecn/ sysfs tree outside MLNX_OFED).
+enum class Tri : std::uint8_t { kUnknown, kNo, kYes, kAbsent };
+// Folds one netdev's answer into the port's: any "no" wins, then "yes", then unknown, then absent.
 Tri fold(Tri port, Tri netdev);
-// rdma_netdev_roce_priority_consistent{device,port,priority,reason}; returns the reason.
+// rdma_netdev_roce_priority_consistent{device,port,priority,reason}; returns the reason. 0 when
+// something is off or unreadable; 1 for "ok", and for "ecn_not_exposed" (PFC on, and the driver
+// has no ECN configuration to check: state of the host, not an inconsistency).
 std::string_view emit_consistency(const Labels& port_base, int priority, Tri pfc, Tri ecn, MetricSink& out);
 
 // The (index, name) pairs of `names` that are in `allow` (each allowed name once).

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <cerrno>
 #include <set>
 #include <unistd.h>
 
@@ -107,9 +108,18 @@ class PmaCollector final : public exporter::Collector {
     PortState& st = state_[id];
     if (!st.client) {
       std::string err;
-      st.client = mad::MadClient::shared(lp.ca, lp.port, &err);
+      int open_errno = 0;
+      st.client = mad::MadClient::shared(lp.ca, lp.port, &err, &open_errno);
+      // No umad device node here (a container without /dev/infiniband, PrivateDevices=yes) or
+      // not allowed to open it: the host does not offer PMA queries to this process. State, not
+      // an error; asked again every scrape, so that a node that appears is used.
+      const bool no_node = open_errno == ENOENT || open_errno == EACCES || open_errno == EPERM;
+      if (st.client || no_node)
+        ctx.errors.capability("umad_device", id, st.client != nullptr,
+                              "cannot open the umad device of " + id + " (" + err +
+                                  "): local PMA counters are not read; give the exporter /dev/infiniband/umad* to read them");
       if (!st.client) {
-        ctx.errors.report("no_device", id, "cannot open MAD port " + id + ": " + err);
+        if (!no_node) ctx.errors.report("no_device", id, "cannot open MAD port " + id + ": " + err);
         return;
       }
     }

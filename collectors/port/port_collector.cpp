@@ -105,12 +105,23 @@ class PortCollector final : public exporter::Collector {
                         const model::PortModel& port, const Labels& base, MetricSink& out) {
     const std::string dir = port.path + "/counters";
     auto counters = sysfs::read_counter_dir(dir);
+    // Kernels before 4.20 create counters/ for a device without a PMA too (i40iw) and print
+    // "N/A (no PMA)" in every file: like a missing directory, that is what the port is.
+    bool all_not_available = counters.ok() && !counters.value.empty();
+    if (counters)
+      for (const auto& c : counters.value) all_not_available &= c.value.error == ReadError::kNotAvailable;
+    const bool present = counters.ok() && !all_not_available;
     out.gauge("rdma_port_pma_counters_present",
-              "1 when the port has a PMA counters/ directory (rxe, irdma, efa and other drivers have none).", base,
-              counters.ok() ? 1.0 : 0.0);
+              "1 when the port has PMA counters in counters/ (rxe, irdma, efa and other drivers have none; old "
+              "kernels print N/A in every file instead).",
+              base, present ? 1.0 : 0.0);
+    if (present || all_not_available || counters.error == ReadError::kNotFound)
+      ctx.errors.capability("pma_counters", dev.name + "/" + port.number_label, present,
+                            all_not_available ? dir + " reads \"N/A (no PMA)\": the driver has no PMA"
+                                              : dir + " does not exist: the driver has no PMA");
     if (!counters) {
       report_unless_absent(ctx.errors, counters.error, dir);
-    } else {
+    } else if (!all_not_available) {
       bool has_unicast = false;
       for (const auto& c : counters.value)
         if (c.name == "unicast_xmit_packets") has_unicast = true;
@@ -133,7 +144,8 @@ class PortCollector final : public exporter::Collector {
   static void emit_counter(const exporter::ScrapeContext& ctx, const std::string& dir, const sysfs::CounterReading& c,
                            const CounterDef* def, std::uint8_t width_override, const Labels& base, MetricSink& out) {
     if (!c.value) {
-      ctx.errors.report_read(c.value.error, dir + "/" + c.name);
+      // One "N/A" file is a counter the driver cannot provide, not a failed read.
+      if (c.value.error != ReadError::kNotAvailable) ctx.errors.report_read(c.value.error, dir + "/" + c.name);
       return;
     }
     const std::uint64_t v = c.value.value;

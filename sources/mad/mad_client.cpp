@@ -66,7 +66,8 @@ std::vector<LocalPort> list_local_ports(std::string* error) {
   return out;
 }
 
-std::shared_ptr<MadClient> MadClient::shared(const std::string& ca, int port, std::string* error) {
+std::shared_ptr<MadClient> MadClient::shared(const std::string& ca, int port, std::string* error, int* open_errno) {
+  if (open_errno) *open_errno = 0;
   static std::map<std::pair<std::string, int>, std::weak_ptr<MadClient>> clients;
   ensure_umad_init();
   std::lock_guard lock(umad_setup_mutex());
@@ -79,9 +80,13 @@ std::shared_ptr<MadClient> MadClient::shared(const std::string& ca, int port, st
   const std::pair<std::string, int> key{p.ca_name, p.portnum};
   umad_release_port(&p);
   if (auto existing = clients[key].lock()) return existing;
+  errno = 0;
   const int fd = umad_open_port(key.first.c_str(), key.second);
   if (fd < 0) {
-    if (error) *error = "umad_open_port(" + key.first + ", " + std::to_string(key.second) + "): " + std::strerror(-fd);
+    // libibumad returns -EIO for any failed open(); errno still holds open()'s own.
+    const int err = errno ? errno : -fd;
+    if (open_errno) *open_errno = err;
+    if (error) *error = "umad_open_port(" + key.first + ", " + std::to_string(key.second) + "): " + std::strerror(err);
     return nullptr;
   }
   const int agent = umad_register(fd, kPerfMgtClass, 1, 0, nullptr);

@@ -77,7 +77,11 @@ class MadClient {
  public:
   // The process-wide client of (ca, port); ca "" and port 0 mean libibumad's default. nullptr and
   // *error on failure.
-  static std::shared_ptr<MadClient> shared(const std::string& ca, int port, std::string* error);
+  // On failure *open_errno (when given) is the errno of opening the umad device node, else 0:
+  // ENOENT/EACCES/EPERM mean the node is not there or not allowed here (a container without
+  // /dev/infiniband, systemd's PrivateDevices=yes), which is the host's state, not a fault.
+  static std::shared_ptr<MadClient> shared(const std::string& ca, int port, std::string* error,
+                                           int* open_errno = nullptr);
   ~MadClient();
   MadClient(const MadClient&) = delete;
   MadClient& operator=(const MadClient&) = delete;

@@ -12,8 +12,10 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "exporter/http_server.h"
 
@@ -70,7 +72,7 @@ HttpOptions local(int max_scrapes = 4) {
 }
 
 HttpHandlers simple() {
-  return {[] { return std::make_shared<const std::string>("up 1\n"); }, [] { return std::string("<html/>"); }};
+  return {[](auto) { return std::make_shared<const std::string>("up 1\n"); }, [] { return std::string("<html/>"); }};
 }
 
 }  // namespace
@@ -113,7 +115,7 @@ TEST_CASE("http: scrapes over the limit get 503 at once, other endpoints keep an
   std::condition_variable cv;
   int inside = 0;
   bool release = false;
-  HttpHandlers h{[&] {
+  HttpHandlers h{[&](auto) {
                    std::unique_lock lock(mu);
                    ++inside;
                    cv.notify_all();
@@ -154,13 +156,56 @@ TEST_CASE("http: basic auth on every path", "[http][auth]") {
   CHECK(status(denied) == 401);
   CHECK(denied.find("WWW-Authenticate: Basic realm=\"rdma_exporter\"") != std::string::npos);
   CHECK(denied.find("up 1") == std::string::npos);
-  CHECK(status(get(s.port(), "/healthz")) == 401);
+  CHECK(status(get(s.port(), "/")) == 401);
   CHECK(status(get(s.port(), "/nope")) == 401);  // no path discovery without credentials
   CHECK(status(get(s.port(), "/metrics", "Authorization: Basic cHJvbWV0aGV1czp3cm9uZw==\r\n")) == 401);
   auto ok = get(s.port(), "/metrics", "Authorization: Basic cHJvbWV0aGV1czpzM2NyZXQ=\r\n");
   CHECK(status(ok) == 200);
   CHECK(ok.find("up 1") != std::string::npos);
   CHECK(s.stats().unauthorized.load() == 4);
+  // Liveness for the kubelet's plain httpGet probes: reveals nothing, needs no credentials.
+  auto health = get(s.port(), "/healthz");
+  CHECK(status(health) == 200);
+  CHECK(health.find("up 1") == std::string::npos);
+  CHECK(s.stats().unauthorized.load() == 4);
+}
+
+TEST_CASE("http: the scraper's timeout header, less the offset, reaches the handler", "[http]") {
+  std::mutex mu;
+  std::vector<std::optional<std::chrono::milliseconds>> seen;
+  HttpHandlers h{[&](std::optional<std::chrono::milliseconds> t) {
+                   std::lock_guard lock(mu);
+                   seen.push_back(t);
+                   return std::make_shared<const std::string>("up 1\n");
+                 },
+                 [] { return std::string("<html/>"); }};
+  HttpServer s(local(), h);
+  CHECK(status(get(s.port(), "/metrics", "X-Prometheus-Scrape-Timeout-Seconds: 10\r\n")) == 200);
+  CHECK(status(get(s.port(), "/metrics", "X-Prometheus-Scrape-Timeout-Seconds: banana\r\n")) == 200);
+  CHECK(status(get(s.port(), "/metrics")) == 200);
+  std::lock_guard lock(mu);
+  REQUIRE(seen.size() == 3);
+  CHECK(seen[0] == std::chrono::milliseconds(9500));
+  CHECK_FALSE(seen[1]);  // a bad header is ignored, the scrape still answers
+  CHECK_FALSE(seen[2]);
+}
+
+TEST_CASE("http: X-Prometheus-Scrape-Timeout-Seconds parsing", "[http]") {
+  using std::chrono::milliseconds;
+  const milliseconds off(500);
+  CHECK(scrape_timeout_from_header("10", off) == milliseconds(9500));
+  CHECK(scrape_timeout_from_header("9.75", off) == milliseconds(9250));
+  CHECK(scrape_timeout_from_header(" 2 ", off) == milliseconds(1500));
+  CHECK(scrape_timeout_from_header("0.4", off) == milliseconds(400));  // offset only while time is left
+  CHECK(scrape_timeout_from_header("0.5", off) == milliseconds(500));
+  CHECK(scrape_timeout_from_header("10", milliseconds(0)) == milliseconds(10000));
+  CHECK(scrape_timeout_from_header("100000000000", off) == milliseconds(1'000'000'000'000 - 500));  // huge: capped later
+  for (const char* bad : {"", " ", "0", "-1", "abc", "10s", "1e3", "nan", "inf", "-inf", "0x10", "+5", "1,5", "0.0001",
+                          "5 5"}) {
+    INFO(bad);
+    CHECK_FALSE(scrape_timeout_from_header(bad, off));
+  }
+  CHECK_FALSE(scrape_timeout_from_header(nullptr, off));
 }
 
 TEST_CASE("http: a client that stops sending is dropped after the request timeout", "[http]") {

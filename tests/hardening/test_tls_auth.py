@@ -55,13 +55,19 @@ class TlsAuth(unittest.TestCase):
             self.assertEqual((rc, code), (0, 401))
             rc, code, _, _ = curl("--cacert", ca, "-u", "prometheus:wrong", url + "/metrics")
             self.assertEqual(code, 401)
-            rc, code, _, _ = curl("--cacert", ca, "-u", "nobody:s3cret", url + "/healthz")
+            rc, code, _, _ = curl("--cacert", ca, "-u", "nobody:s3cret", url + "/")
+            self.assertEqual(code, 401)
+            # The kubelet's httpGet probes carry no credentials: /healthz answers them, and says
+            # nothing else; / and /metrics stay behind auth.
+            rc, code, body, _ = curl("--cacert", ca, url + "/healthz")
+            self.assertEqual((rc, code, body), (0, 200, "ok\n"))
+            rc, code, _, _ = curl("--cacert", ca, url + "/")
             self.assertEqual(code, 401)
             for _ in range(20):  # many TLS connections: the civetweb/OpenSSL 3 crash would end the process
                 rc, code, body, err = curl("--cacert", ca, "-u", "prometheus:s3cret", url + "/metrics")
                 self.assertEqual((rc, code), (0, 200), err)
             samples = parse_text(body)[0]
-            self.assertEqual(value(samples, "rdma_exporter_http_requests_rejected_total", reason="unauthorized"), "3")
+            self.assertEqual(value(samples, "rdma_exporter_http_requests_rejected_total", reason="unauthorized"), "4")
             rc, code, _, _ = curl("--cacert", ca, "-u", "prometheus:s3cret", "--compressed", url + "/metrics")
             self.assertEqual(code, 200)
             rc, code, _, err = curl("--tlsv1.3", "--cacert", ca, "-u", "prometheus:s3cret", url + "/healthz")

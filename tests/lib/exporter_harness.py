@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 
 SYSFS_GEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "sysfs_gen.py")
@@ -191,6 +192,14 @@ class Prometheus:
         self.proc = subprocess.Popen([binary, f"--config.file={cfg}", f"--storage.tsdb.path={workdir}/prometheus-data",
                                       f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def api(self, path, **params):
+        """GET /api/v1/<path> with query parameters -> its data (asserts status success)."""
+        url = self.url + "/api/v1/" + path + ("?" + urllib.parse.urlencode(params) if params else "")
+        with urllib.request.urlopen(url, timeout=10) as r:
+            body = json.load(r)
+        assert body["status"] == "success", body
+        return body["data"]
 
     def stop(self):
         stop_process(self.proc, grace=30)

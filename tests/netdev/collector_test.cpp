@@ -117,6 +117,15 @@ TEST_CASE("consistency: reason order and folding over a port's netdevs", "[unit]
   CHECK(emit_consistency(port, 3, Tri::kYes, Tri::kNo, o3) == "ecn_disabled");
   CHECK(emit_consistency(port, 4, Tri::kUnknown, Tri::kYes, o3) == "pfc_unknown");
   CHECK(emit_consistency(port, 5, Tri::kYes, Tri::kUnknown, o3) == "ecn_unknown");
+  // No ECN configuration to read at all (inbox drivers): PFC alone decides, nothing is off.
+  MetricSink o4;
+  CHECK(emit_consistency(port, 3, Tri::kYes, Tri::kAbsent, o4) == "ecn_not_exposed");
+  CHECK(find(o4, "rdma_netdev_roce_priority_consistent", {{"reason", "ecn_not_exposed"}})->number() == 1);
+  CHECK(emit_consistency(port, 4, Tri::kNo, Tri::kAbsent, o4) == "pfc_disabled");
+  CHECK(emit_consistency(port, 5, Tri::kUnknown, Tri::kAbsent, o4) == "pfc_unknown");
+  CHECK(fold(Tri::kAbsent, Tri::kUnknown) == Tri::kUnknown);
+  CHECK(fold(Tri::kAbsent, Tri::kYes) == Tri::kYes);
+  CHECK(fold(Tri::kAbsent, Tri::kAbsent) == Tri::kAbsent);
   CHECK(fold(Tri::kUnknown, Tri::kYes) == Tri::kYes);
   CHECK(fold(Tri::kYes, Tri::kNo) == Tri::kNo);
   CHECK(fold(Tri::kNo, Tri::kUnknown) == Tri::kNo);
@@ -133,6 +142,7 @@ TEST_CASE("collector on a fixture tree whose netdev is not in this namespace", "
   exporter::ErrorReporter errors("netdev");
   MetricSink out = scrape(*collector, host, errors, 3);
   CHECK(errors.counts() == std::map<std::string, std::uint64_t>{{"netdev_missing", 1}});
+  CHECK(errors.capabilities() == std::map<std::string, bool>{{"ecn_sysfs", true}});
   CHECK(find(out, "rdma_netdev_present", {{"device", "mlx5_0"}, {"netdev", netdev}})->number() == 0);
   CHECK(find(out, "rdma_netdev_ecn_enabled", {{"device", "mlx5_0"}, {"role", "rp"}, {"priority", "3"}})->number() == 1);
   // ECN on, PFC unreadable: not consistent, reason pfc_unknown
@@ -186,6 +196,22 @@ TEST_CASE("collector: a bond's slaves are read, each with its own labels, the bo
     CHECK(find(out, "rdma_netdev_ecn_enabled", {{"netdev", nd}, {"role", "rp"}, {"priority", "5"}})->number() ==
           ((mask >> 5) & 1));
   }
+}
+
+TEST_CASE("collector on a netdev without an ECN tree: state, not an error", "[fixtures]") {
+  ndtest::TempTree t;
+  const std::string netdev = "rdmandabsent2";  // an inbox driver: no class/net/<if>/ecn
+  auto host = host_with(t, {{"mlx5_0", model::LinkLayer::kEthernet}}, netdev);
+  auto collector = make_collector();
+  exporter::ErrorReporter errors("netdev");
+  for (int i = 0; i < 3; ++i) {
+    MetricSink s;
+    collector->collect(exporter::ScrapeContext{host, errors}, s);
+    CHECK_FALSE(find(s, "rdma_netdev_ecn_enabled"));
+    CHECK(find(s, "rdma_netdev_roce_priority_consistent", {{"device", "mlx5_0"}, {"reason", "pfc_unknown"}}));
+  }
+  CHECK(errors.counts() == std::map<std::string, std::uint64_t>{{"netdev_missing", 1}});
+  CHECK(errors.capabilities() == std::map<std::string, bool>{{"ecn_sysfs", false}});
 }
 
 TEST_CASE("collector settings: RoCE priority and allow-list are validated", "[unit]") {

@@ -4,8 +4,8 @@
 # namespace (ip netns exec) on a fixture sysfs tree whose RoCE port's netdev is the veth, so:
 #   * the allow-listed ethtool statistics equal `ethtool -S` through the real ioctl,
 #   * they move with UDP traffic sent from the peer namespace,
-#   * veth's missing pause/DCB support (EOPNOTSUPP) is counted once per source, a netdev named
-#     in the tree but absent from the namespace once, and ECN still comes from the tree;
+#   * veth's missing pause/DCB support (EOPNOTSUPP) is a capability at 0, not an error, a netdev
+#     named in the tree but absent from the namespace is counted once, and ECN still comes from the tree;
 #   * a bonded RoCE port (gid_attrs names bond0, the tree's bond0 has slaves vC and vE): each
 #     slave is read through the kernel with its own values, the bond itself not at all;
 #   * a netdev the tree gives another ifindex than this namespace's netdev of that name (lo) is
@@ -175,9 +175,12 @@ expect "$M3" 1 rdma_netdev_ecn_enabled 'netdev="ndgone0",role="rp",priority="3"'
 # veth: no DCB -> PFC unknown; ndgone0: ECN np off on priority 3 -> ecn_disabled
 expect "$M3" 0 rdma_netdev_roce_priority_consistent 'device="rxe_nd",port="1",priority="3",reason="pfc_unknown"'
 expect "$M3" 0 rdma_netdev_roce_priority_consistent 'device="rxe_gone",port="1",priority="3",reason="ecn_disabled"'
-# three scrapes: each cause counted once (pause stats + dcbnl on vA, vC and vE; ndgone0 missing)
-expect "$M3" 6 rdma_exporter_collector_errors_total 'collector="netdev",reason="not_supported"'
+# three scrapes: ndgone0 missing counted once; veth's missing pause stats and DCB are what the
+# netdev is (capabilities at 0), not errors; no netdev here has an ecn/ tree but vA and ndgone0
+expect "$M3" "" rdma_exporter_collector_errors_total 'collector="netdev",reason="not_supported"'
 expect "$M3" 1 rdma_exporter_collector_errors_total 'collector="netdev",reason="netdev_missing"'
+expect "$M3" 0 rdma_exporter_collector_capability 'collector="netdev",capability="pause_stats"'
+expect "$M3" 0 rdma_exporter_collector_capability 'collector="netdev",capability="dcbnl"'
 expect "$M3" 1 rdma_exporter_collector_success 'collector="netdev"'
 n=$(grep -c '^rdma_netdev_' "$M3")
 if ((n > 0 && n < 80)); then ok "$n rdma_netdev_ series (bounded)"; else bad "$n rdma_netdev_ series"; fi

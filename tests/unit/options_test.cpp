@@ -35,7 +35,7 @@ TEST_CASE("defaults, flags and --no- flags") {
   CHECK(o.get_string("path.sysfs") == "/tmp/sys");
   CHECK(o.get_string("web.telemetry-path") == "/metrics");
   CHECK(o.get_bool("collector.port") == false);
-  CHECK(o.get_duration("scrape.timeout") == Duration(10000));
+  CHECK(o.get_duration("scrape.timeout") == Duration(9500));
 }
 
 TEST_CASE("unknown flags and bad values are usage errors") {

@@ -1,7 +1,8 @@
 #!/bin/bash
 # vm test of the netdev collector: rxe0/rxe1's netdevs veth0/veth1 are found and read through
-# the real SIOCETHTOOL ioctl (values equal `ethtool -S`), veth's missing pause/DCB support is
-# counted once per source, and the RoCE consistency signal says PFC is unknown.
+# the real SIOCETHTOOL ioctl (values equal `ethtool -S`), veth's missing pause/DCB support and
+# ECN tree are capabilities the host lacks (state, not errors), and the RoCE consistency signal
+# says PFC is unknown.
 # Runs inside the test guest; see tests/vm/README.md.
 source "$(dirname "$0")/common.sh"
 
@@ -27,7 +28,10 @@ for dev in rxe0 rxe1; do
   expect_value "$M" 0 rdma_netdev_roce_priority_consistent device=$dev port=1 priority=3 reason=pfc_unknown
 done
 
-# veth has neither ethtool-netlink pause statistics nor dcbnl: 2 sources x 2 netdevs, once each
-expect_value "$M" 4 rdma_exporter_collector_errors_total collector=netdev reason=not_supported
+# veth has neither ethtool-netlink pause statistics nor dcbnl nor an ecn/ tree: state, no error
+expect_absent "$M" rdma_exporter_collector_errors_total collector=netdev
+for cap in pause_stats dcbnl ecn_sysfs; do
+  expect_value "$M" 0 rdma_exporter_collector_capability collector=netdev capability=$cap
+done
 
 finish
