@@ -250,13 +250,12 @@ int run(int argc, const char* const* argv) {
       fresh.resolve(cli);
       const auto log = parse_log_settings(fresh.get_string("log.level"), fresh.get_string("log.format"));
       auto next = scraper_config(fresh);
-      // The web config too (rotated certificates, changed users); applied only when valid, and
-      // before the collectors change, so that a bad one changes nothing. It stays applied when a
-      // collector then fails to start.
+      // The web config too (rotated certificates, changed users); applied only when it and the
+      // collectors' settings are valid, before the collectors change, so that a bad one changes
+      // nothing. It stays applied when a collector then fails to start.
       WebConfig next_web;
       if (auto path = fresh.get_string("web.config.file"); !path.empty()) next_web = load_web_config(path);
-      server->reload_web_config(next_web);
-      const auto r = scraper->reload(std::move(next));
+      const auto r = scraper->reload(std::move(next), [&] { server->reload_web_config(next_web); });
       for (const auto& f : r.restore_failures)
         spdlog::error("collector did not start again with its previous settings, it is off: {}", f);
       if (!r.failures.empty())

@@ -116,7 +116,7 @@ void Scraper::stop() {
   for (auto& s : active().slots) s->collector->stop();
 }
 
-Scraper::ReloadResult Scraper::reload(Config next) {
+Scraper::ReloadResult Scraper::reload(Config next, const std::function<void()>& before_switch) {
   std::lock_guard lock(reload_mu_);
   const Active current = active();
   std::vector<NamedSettings> running, wanted;
@@ -142,6 +142,7 @@ Scraper::ReloadResult Scraper::reload(Config next) {
     fresh.push_back(std::make_shared<Slot>(e.name, e.settings, e.create(), std::move(errors)));
     slots.push_back(fresh.back());
   }
+  if (before_switch) before_switch();
   for (const auto& s : current.slots) {
     if (contains(result.plan.keep, s->name)) continue;
     s->collector->stop();

@@ -69,8 +69,9 @@ class Scraper {
   void stop();            // stops them; idempotent
 
   // Switches to another configuration (SIGHUP) as plan_reload() decides. New instances are
-  // created first (a ConfigError leaves everything as it was); then the old instances of the
-  // changed and removed collectors stop, and only then the new ones start, so a port the old
+  // created first, then `before_switch` runs (the daemon applies the web config there); an
+  // exception from either leaves everything as it was and propagates. Then the old instances of
+  // the changed and removed collectors stop, and only then the new ones start, so a port the old
   // one listened on is free. When any new one fails to start, the reload is undone: the new
   // ones stop, the stopped old ones start again, and the previous configuration (discovery,
   // timeout, collector set) stays. The scrapes in between use the previous configuration.
@@ -79,7 +80,7 @@ class Scraper {
     StartFailures failures;          // empty: the reload applied
     StartFailures restore_failures;  // old instances that did not start again (they are off)
   };
-  ReloadResult reload(Config next);
+  ReloadResult reload(Config next, const std::function<void()>& before_switch = {});
 
   std::vector<std::string> collector_names() const;
   // Extra self-metrics appended to every scrape by the daemon (config reloads, HTTP rejections).

@@ -205,6 +205,19 @@ TEST_CASE_METHOD(Fixture, "reload: a collector that rejects its settings changes
   CHECK(instances(s) == std::map<std::string, double>{{"a", 1}});
 }
 
+TEST_CASE_METHOD(Fixture, "reload: a failing before_switch (the web config) changes nothing") {
+  Scraper s(config({{"a", "x"}}));
+  CHECK(s.start().empty());
+  journal.events.clear();
+  bool called = false;
+  CHECK_THROWS_AS(s.reload(config({{"a", "x2"}}), [&] { called = true, throw std::runtime_error("bad certificate"); }),
+                  std::runtime_error);
+  CHECK(called);
+  CHECK(journal.instances == 2);  // the new instance was created (its settings checked) ...
+  CHECK(journal.events.empty());  // ... and dropped unstarted; the old one never stopped
+  CHECK(instances(s) == std::map<std::string, double>{{"a", 1}});
+}
+
 TEST_CASE_METHOD(Fixture, "reload: error counts of a restarted collector carry over") {
   Scraper s(config({{"a", "x"}}));
   s.start();
