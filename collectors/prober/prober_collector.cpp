@@ -71,7 +71,6 @@ class ProberCollector final : public exporter::Collector {
     // A responder that cannot listen (port taken, bad address) is a failure, not a missing
     // capability: it propagates, and the daemon logs it and counts a reload that meets it as failed.
     t->start();
-    engine_.reset();  // a restart after stop(): the old engine refers to the old transport
     transport_ = std::move(t);
     s_.engine.max_links = std::max<std::size_t>(1, s_.engine.max_links);
     engine_ = std::make_unique<Engine>(s_.engine, *transport_, transport_->local_ports());
@@ -94,6 +93,10 @@ class ProberCollector final : public exporter::Collector {
     if (resolver_.joinable()) resolver_.join();
     if (loop_.joinable()) loop_.join();
     transport_->stop();
+    // Closes the listening socket and the QPs now, not when the collector is destroyed: the
+    // instance a reload starts next binds the same port, and start() may be called again.
+    engine_.reset();
+    transport_.reset();
   }
 
   void collect(const exporter::ScrapeContext&, MetricSink& out) override {
