@@ -260,7 +260,7 @@ int run(int argc, const char* const* argv) {
         spdlog::error("collector did not start again with its previous settings, it is off: {}", f);
       if (!r.failures.empty())
         throw std::runtime_error("collector did not start: " + join(r.failures, "; ") +
-                                 " (the previous collectors run again)");
+                                 (r.restore_failures.empty() ? " (the previous collectors run again)" : ""));
       setup_logging(log);
       ++stats.reloads_success;
       stats.last_reload_ok.store(true);
