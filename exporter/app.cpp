@@ -6,9 +6,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <iostream>
-#include <mutex>
 #include <regex>
+#include <sstream>
 
 #include "exporter/collector.h"
 #include "exporter/http_server.h"
@@ -107,29 +108,65 @@ void declare_options(Options& o) {
   }
 }
 
-std::unique_ptr<Scraper> build_scraper(const Options& o) {
+namespace {
+// Changes when the file's content does; a hash, so that a secret is not kept twice in memory.
+std::string file_fingerprint(const std::string& path) {
+  if (path.empty()) return "";
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  if (!f) return "unreadable";  // create() reports it; here it only has to differ from a content
+  const std::string text = ss.str();
+  return std::to_string(text.size()) + "/" + std::to_string(std::hash<std::string>{}(text));
+}
+
+std::string join(const std::vector<std::string>& v, std::string_view sep = ", ") {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : std::string(sep)) + s;
+  return out;
+}
+}  // namespace
+
+std::string effective_settings(const Options& o, const CollectorDescriptor& d) {
+  std::string out;
+  auto add = [&](const std::string& key, const std::string& value) { out += key + "=" + value + "\n"; };
+  // Every collector reads the host through the shared discovery (sysfs root, device filters) and
+  // GlobalContext: a change there restarts them all.
+  for (const char* global : {"path.sysfs", "path.procfs", "device.include", "device.exclude"})
+    add(global, o.render(global));
+  for (const auto& s : d.settings) {
+    const std::string flag = "collector." + d.name + "." + s.key;
+    add(flag, o.render(flag));
+    if (s.names_file) add(flag + " content", file_fingerprint(o.get_string(flag)));
+  }
+  return out;
+}
+
+Scraper::Config scraper_config(const Options& o) {
   GlobalContext global{o.get_string("path.sysfs"), o.get_string("path.procfs")};
   model::DiscoveryOptions dopts{global.sysfs_root, o.get_string("device.include"), o.get_string("device.exclude")};
-  std::unique_ptr<model::Discoverer> discoverer;
+  Scraper::Config config;
   try {
-    discoverer = std::make_unique<model::Discoverer>(dopts);
+    config.discoverer = std::make_shared<const model::Discoverer>(dopts);
   } catch (const std::regex_error& e) {
     throw ConfigError(o.origin("device.include") + " / " + o.origin("device.exclude") +
                       ": invalid device regular expression: " + e.what());
   }
   bool disable_defaults = o.get_bool("collector.disable-defaults");
-  std::vector<Scraper::Entry> entries;
   for (const auto* d : registered_collectors()) {
     const auto& v = o.get("collector." + d->name);
     bool enabled = std::holds_alternative<bool>(v) ? std::get<bool>(v) : (d->enabled_by_default && !disable_defaults);
     if (!enabled) continue;
-    CollectorSettings settings(o, d->name);
-    entries.push_back({d->name, d->create(settings, global)});
+    config.collectors.push_back({d->name, effective_settings(o, *d), [&o, d, global] {
+                                   return d->create(CollectorSettings(o, d->name), global);
+                                 }});
   }
-  auto timeout = o.get_duration("scrape.timeout");
-  if (timeout.count() <= 0) throw ConfigError(o.origin("scrape.timeout") + ": scrape.timeout must be positive");
-  return std::make_unique<Scraper>(std::move(*discoverer), std::move(entries), timeout);
+  config.timeout = o.get_duration("scrape.timeout");
+  if (config.timeout.count() <= 0) throw ConfigError(o.origin("scrape.timeout") + ": scrape.timeout must be positive");
+  return config;
 }
+
+std::unique_ptr<Scraper> build_scraper(const Options& o) { return std::make_unique<Scraper>(scraper_config(o)); }
 
 int run(int argc, const char* const* argv) {
   Options options;
@@ -155,7 +192,7 @@ int run(int argc, const char* const* argv) {
   DaemonStats stats;
   try {
     options.resolve(cli);
-    setup_logging(options.get_string("log.level"), options.get_string("log.format"));
+    setup_logging(parse_log_settings(options.get_string("log.level"), options.get_string("log.format")));
     if (auto path = options.get_string("web.config.file"); !path.empty()) web = load_web_config(path);
     scraper = build_scraper(options);
     scraper->set_self_metrics_hook([&stats](MetricSink& out) { daemon_self_metrics(stats, out); });
@@ -173,13 +210,9 @@ int run(int argc, const char* const* argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  std::mutex scraper_mu;
-  std::shared_ptr<Scraper> active(std::move(scraper));
-  auto current = [&] {
-    std::lock_guard lock(scraper_mu);
-    return active;
-  };
-  active->start();
+  // At start-up a collector that cannot start stays off and the rest serve (a reload that meets
+  // the same is undone instead: see below).
+  for (const auto& failure : scraper->start()) spdlog::error("collector did not start, running without it: {}", failure);
   HttpOptions http;
   http.listen_address = options.get_string("web.listen-address");
   http.telemetry_path = options.get_string("web.telemetry-path");
@@ -196,16 +229,15 @@ int run(int argc, const char* const* argv) {
   std::unique_ptr<HttpServer> server;
   try {
     server = std::make_unique<HttpServer>(
-        http, HttpHandlers{[&](std::optional<Duration> client_timeout) { return current()->scrape_text(client_timeout); },
-                           [&] { return landing_page(http.telemetry_path, current()->collector_names()); }});
+        http, HttpHandlers{[&](std::optional<Duration> client_timeout) { return scraper->scrape_text(client_timeout); },
+                           [&] { return landing_page(http.telemetry_path, scraper->collector_names()); }});
   } catch (const std::exception& e) {
     spdlog::error("cannot start HTTP server: {}", e.what());
-    active->stop();
+    scraper->stop();
     return 1;
   }
   stats.http.store(&server->stats());
-  std::string names;
-  for (const auto& n : active->collector_names()) names += (names.empty() ? "" : ",") + n;
+  const std::string names = join(scraper->collector_names(), ",");
   spdlog::info("listening on {} (port {}, {}{}), telemetry path {}, collectors [{}], sysfs {}", http.listen_address,
                server->port(), server->tls() ? "https" : "http", web.basic_auth_users.empty() ? "" : ", basic auth",
                http.telemetry_path, names, options.get_string("path.sysfs"));
@@ -217,28 +249,31 @@ int run(int argc, const char* const* argv) {
       spdlog::info("received signal {}, shutting down", sig);
       break;
     }
-    // SIGHUP: reload the config file; a bad one keeps the running configuration.
+    // SIGHUP: reload the config file; a bad one keeps the running configuration. Collectors
+    // whose effective settings are unchanged keep running untouched; the changed ones restart;
+    // if one of those cannot start, the collectors' reload is undone (Scraper::reload).
     try {
       Options fresh;
       declare_options(fresh);
       fresh.resolve(cli);
-      auto next = std::shared_ptr<Scraper>(build_scraper(fresh));
-      next->set_self_metrics_hook([&stats](MetricSink& out) { daemon_self_metrics(stats, out); });
-      // The web config too (rotated certificates, changed users); applied only when valid, and
-      // before the new scraper starts, so that a bad one changes nothing.
+      const auto log = parse_log_settings(fresh.get_string("log.level"), fresh.get_string("log.format"));
+      auto next = scraper_config(fresh);
+      // The web config too (rotated certificates, changed users); applied only when it and the
+      // collectors' settings are valid, before the collectors change, so that a bad one changes
+      // nothing. It stays applied when a collector then fails to start.
       WebConfig next_web;
       if (auto path = fresh.get_string("web.config.file"); !path.empty()) next_web = load_web_config(path);
-      server->reload_web_config(next_web);
-      next->start();
-      std::shared_ptr<Scraper> old;
-      {
-        std::lock_guard lock(scraper_mu);
-        old = std::exchange(active, next);
-      }
-      old->stop();
+      const auto r = scraper->reload(std::move(next), [&] { server->reload_web_config(next_web); });
+      for (const auto& f : r.restore_failures)
+        spdlog::error("collector did not start again with its previous settings, it is off: {}", f);
+      if (!r.failures.empty())
+        throw std::runtime_error("collector did not start: " + join(r.failures, "; ") +
+                                 (r.restore_failures.empty() ? " (the previous collectors run again)" : ""));
+      setup_logging(log);
       ++stats.reloads_success;
       stats.last_reload_ok.store(true);
-      spdlog::info("configuration reloaded");
+      spdlog::info("configuration reloaded; collectors kept [{}], restarted [{}], started [{}], stopped [{}]",
+                   join(r.plan.keep, ","), join(r.plan.restart, ","), join(r.plan.start, ","), join(r.plan.stop, ","));
     } catch (const std::exception& e) {
       ++stats.reloads_failure;
       stats.last_reload_ok.store(false);
@@ -247,7 +282,7 @@ int run(int argc, const char* const* argv) {
   }
   auto t0 = std::chrono::steady_clock::now();
   server.reset();  // stops accepting and waits for in-flight requests
-  current()->stop();
+  scraper->stop();
   spdlog::info("stopped in {:.3f} s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   return 0;
 }

@@ -27,6 +27,12 @@ class Collector {
   // with itself. Exceptions are caught by the scraper and counted.
   virtual void collect(const ScrapeContext& ctx, MetricSink& out) = 0;
   // Background collectors (prober, PMA fabric mode) start and stop their loops here.
+  // start() throws (std::exception, with a message that says why) when the collector cannot do
+  // what it is configured for, e.g. its listening port is taken: the daemon logs it, and a reload
+  // counts as failed. A capability the host lacks (no RDMA device) is not a failure: log it, run
+  // without it. start() may be called again after stop(): a failed reload restarts the instance
+  // it had stopped. A collector whose settings a reload leaves unchanged is neither stopped nor
+  // started: its state (histograms, wrap extension, snapshots) carries over.
   virtual void start() {}
   virtual void stop() {}
 };
@@ -61,6 +67,9 @@ struct SettingSpec {
   OptionType type = OptionType::kString;
   std::string default_value;
   std::string help;
+  // The value is a path to a file the collector reads when it is created (a secret, a name map):
+  // a reload compares the file's content too, so a rotated file restarts the collector.
+  bool names_file = false;
 };
 
 struct CollectorDescriptor {

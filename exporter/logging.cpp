@@ -66,23 +66,31 @@ class StructuredFormatter final : public spdlog::formatter {
 
 }  // namespace
 
-void setup_logging(const std::string& level, const std::string& format) {
+LogSettings parse_log_settings(const std::string& level, const std::string& format) {
   static const std::pair<const char*, spdlog::level::level_enum> kLevels[] = {
       {"debug", spdlog::level::debug}, {"info", spdlog::level::info}, {"warn", spdlog::level::warn},
       {"error", spdlog::level::err}};
+  LogSettings out;
   bool found = false;
-  spdlog::level::level_enum lvl = spdlog::level::info;
   for (auto [name, l] : kLevels)
-    if (level == name) lvl = l, found = true;
+    if (level == name) out.level = l, found = true;
   if (!found) throw std::invalid_argument("invalid --log.level '" + level + "' (debug, info, warn, error)");
   if (format != "logfmt" && format != "json")
     throw std::invalid_argument("invalid --log.format '" + format + "' (logfmt, json)");
-  spdlog::drop("rdma_exporter");
-  auto logger = spdlog::stderr_logger_mt("rdma_exporter");
-  logger->set_formatter(std::make_unique<StructuredFormatter>(format == "json"));
-  logger->set_level(lvl);
-  logger->flush_on(spdlog::level::debug);
-  spdlog::set_default_logger(logger);
+  out.json = format == "json";
+  return out;
+}
+
+void setup_logging(const LogSettings& settings) {
+  auto logger = spdlog::get("rdma_exporter");
+  if (!logger) {
+    logger = spdlog::stderr_logger_mt("rdma_exporter");
+    logger->flush_on(spdlog::level::debug);
+    spdlog::set_default_logger(logger);
+  }
+  // The _mt sink swaps its formatter under its lock; the level is atomic.
+  logger->set_formatter(std::make_unique<StructuredFormatter>(settings.json));
+  logger->set_level(static_cast<spdlog::level::level_enum>(settings.level));
 }
 
 }  // namespace rdma::exporter

@@ -299,6 +299,33 @@ YAML::Node Options::get_yaml(const std::string& flag) const {
   auto* y = std::get_if<YAML::Node>(&get(flag));
   return y ? *y : YAML::Node();
 }
+std::string Options::render(const std::string& flag) const {
+  // Length-prefixed pieces: no value can be mistaken for another (a list item with a comma, a
+  // string that looks like a YAML dump).
+  auto piece = [](std::string_view s) { return std::to_string(s.size()) + ":" + std::string(s); };
+  struct Render {
+    decltype(piece)& p;
+    std::string operator()(std::monostate) const { return ""; }
+    std::string operator()(const std::string& s) const { return "s" + p(s); }
+    std::string operator()(bool b) const { return b ? "true" : "false"; }
+    std::string operator()(std::int64_t n) const { return "i" + std::to_string(n); }
+    std::string operator()(Duration d) const { return "d" + std::to_string(d.count()); }
+    std::string operator()(const std::vector<std::string>& l) const {
+      std::string out = "l" + std::to_string(l.size());
+      for (const auto& item : l) out += "," + p(item);
+      return out;
+    }
+    std::string operator()(const YAML::Node& n) const {
+      YAML::Emitter e;
+      e.SetMapFormat(YAML::Flow);
+      e.SetSeqFormat(YAML::Flow);
+      e << n;
+      return "y" + p(e.c_str());
+    }
+  };
+  return std::visit(Render{piece}, get(flag));
+}
+
 std::string Options::origin(const std::string& flag) const {
   auto it = origins_.find(flag);
   return it == origins_.end() ? "default" : it->second;

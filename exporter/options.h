@@ -68,6 +68,9 @@ class Options {
   Duration get_duration(const std::string& flag) const;
   std::vector<std::string> get_list(const std::string& flag) const;
   YAML::Node get_yaml(const std::string& flag) const;
+  // The value as canonical text ("" when unset): two values render equal exactly when they are
+  // equal, wherever they came from (flag, file, default). A reload compares collectors' settings so.
+  std::string render(const std::string& flag) const;
   // Where the value came from ("default", "flag --x", "file:line"), for error messages.
   std::string origin(const std::string& flag) const;
   const std::string& config_file() const { return config_file_; }

@@ -33,11 +33,14 @@ BuildInfo build_info() {
 // thread so that a run that outlives its scrape (a hung firmware read) stays valid.
 struct Scraper::Slot {
   std::string name;
+  std::string settings;
   std::unique_ptr<Collector> collector;
-  ErrorReporter errors;
+  // Handed on to the instance that replaces this one on a reload: error counts stay monotonic.
+  std::shared_ptr<ErrorReporter> errors;
   std::atomic<bool> running{false};
 
-  Slot(std::string n, std::unique_ptr<Collector> c) : name(n), collector(std::move(c)), errors(std::move(n)) {}
+  Slot(std::string n, std::string s, std::unique_ptr<Collector> c, std::shared_ptr<ErrorReporter> e)
+      : name(std::move(n)), settings(std::move(s)), collector(std::move(c)), errors(std::move(e)) {}
 };
 
 namespace {
@@ -50,48 +53,137 @@ struct Run {
   MetricSink sink;
   double seconds = 0;
 };
+
+bool contains(const std::vector<std::string>& v, const std::string& name) {
+  return std::find(v.begin(), v.end(), name) != v.end();
+}
 }  // namespace
 
-Scraper::Scraper(model::Discoverer discoverer, std::vector<Entry> collectors, Duration timeout)
-    : discoverer_(std::move(discoverer)), timeout_(timeout) {
-  for (auto& e : collectors) slots_.push_back(std::make_shared<Slot>(e.name, std::move(e.collector)));
+ReloadPlan plan_reload(const std::vector<NamedSettings>& running, const std::vector<NamedSettings>& wanted) {
+  ReloadPlan plan;
+  auto find = [](const std::vector<NamedSettings>& v, const std::string& name) {
+    return std::find_if(v.begin(), v.end(), [&](const NamedSettings& e) { return e.name == name; });
+  };
+  for (const auto& w : wanted) {
+    auto r = find(running, w.name);
+    if (r == running.end()) plan.start.push_back(w.name);
+    else if (r->settings == w.settings) plan.keep.push_back(w.name);
+    else plan.restart.push_back(w.name);
+  }
+  for (const auto& r : running)
+    if (find(wanted, r.name) == wanted.end()) plan.stop.push_back(r.name);
+  return plan;
+}
+
+Scraper::Scraper(Config config) {
+  active_.discoverer = std::move(config.discoverer);
+  active_.timeout = config.timeout;
+  for (auto& e : config.collectors)
+    active_.slots.push_back(
+        std::make_shared<Slot>(e.name, e.settings, e.create(), std::make_shared<ErrorReporter>(e.name)));
 }
 
 Scraper::~Scraper() { stop(); }
 
-void Scraper::start() {
-  for (auto& s : slots_) s->collector->start();
+Scraper::Active Scraper::active() const {
+  std::lock_guard lock(active_mu_);
+  return active_;
+}
+
+Scraper::StartFailures Scraper::start_slots(const Slots& slots) {
+  StartFailures failures;
+  for (const auto& s : slots) {
+    try {
+      s->collector->start();
+    } catch (const std::exception& e) {
+      failures.push_back(s->name + ": " + e.what());
+    } catch (...) {
+      failures.push_back(s->name + ": unknown exception");
+    }
+  }
+  return failures;
+}
+
+Scraper::StartFailures Scraper::start() {
+  std::lock_guard lock(reload_mu_);
+  return start_slots(active().slots);
 }
 
 void Scraper::stop() {
+  std::lock_guard lock(reload_mu_);
   if (stopped_) return;
   stopped_ = true;
-  for (auto& s : slots_) s->collector->stop();
+  for (auto& s : active().slots) s->collector->stop();
+}
+
+Scraper::ReloadResult Scraper::reload(Config next, const std::function<void()>& before_switch) {
+  std::lock_guard lock(reload_mu_);
+  const Active current = active();
+  std::vector<NamedSettings> running, wanted;
+  for (const auto& s : current.slots) running.push_back({s->name, s->settings});
+  for (const auto& e : next.collectors) wanted.push_back({e.name, e.settings});
+  ReloadResult result;
+  result.plan = plan_reload(running, wanted);
+  auto running_slot = [&](const std::string& name) -> std::shared_ptr<Slot> {
+    for (const auto& s : current.slots)
+      if (s->name == name) return s;
+    return nullptr;
+  };
+
+  // Create first: a collector that rejects its settings leaves everything running as it was.
+  Slots slots, fresh, stopped;
+  for (auto& e : next.collectors) {
+    auto old = running_slot(e.name);
+    if (contains(result.plan.keep, e.name)) {
+      slots.push_back(old);
+      continue;
+    }
+    auto errors = old ? old->errors : std::make_shared<ErrorReporter>(e.name);
+    fresh.push_back(std::make_shared<Slot>(e.name, e.settings, e.create(), std::move(errors)));
+    slots.push_back(fresh.back());
+  }
+  if (before_switch) before_switch();
+  for (const auto& s : current.slots) {
+    if (contains(result.plan.keep, s->name)) continue;
+    s->collector->stop();
+    stopped.push_back(s);
+  }
+  result.failures = start_slots(fresh);
+  if (!result.failures.empty()) {
+    for (const auto& s : fresh) s->collector->stop();
+    result.restore_failures = start_slots(stopped);
+    return result;
+  }
+  std::lock_guard active_lock(active_mu_);
+  active_ = Active{std::move(next.discoverer), std::move(slots), next.timeout};
+  return result;
 }
 
 std::vector<std::string> Scraper::collector_names() const {
   std::vector<std::string> names;
-  for (const auto& s : slots_) names.push_back(s->name);
+  for (const auto& s : active().slots) names.push_back(s->name);
   return names;
 }
 
 MetricSink Scraper::collect(std::optional<Duration> client_timeout) {
-  const Duration timeout = client_timeout ? std::min(timeout_, *client_timeout) : timeout_;
   std::lock_guard scrape_lock(scrape_mu_);
+  const Active cfg = active();
+  const Slots& slots = cfg.slots;
+  const Duration timeout = client_timeout ? std::min(cfg.timeout, *client_timeout) : cfg.timeout;
   ++scrapes_;
   const auto discovery_start = std::chrono::steady_clock::now();
-  auto host = discoverer_.discover();
+  auto host = cfg.discoverer->discover();
   const double discovery_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - discovery_start).count();
   for (const auto& issue : host->issues) discovery_errors_.report_read(issue.error, issue.path);
 
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  std::vector<std::shared_ptr<Run>> runs(slots_.size());
-  for (std::size_t i = 0; i < slots_.size(); ++i) {
-    auto slot = slots_[i];
+  std::vector<std::shared_ptr<Run>> runs(slots.size());
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    auto slot = slots[i];
     if (slot->running.exchange(true)) {
       // The previous run is still stuck in the kernel: do not pile up threads behind it.
-      slot->errors.report("still_running", slot->name, "previous collection has not finished; skipped");
+      slot->errors->report("still_running", slot->name, "previous collection has not finished; skipped");
       continue;
     }
     auto run = std::make_shared<Run>();
@@ -101,14 +193,14 @@ MetricSink Scraper::collect(std::optional<Duration> client_timeout) {
       MetricSink sink;
       bool ok = true;
       try {
-        ScrapeContext ctx{*host, slot->errors};
+        ScrapeContext ctx{*host, *slot->errors};
         slot->collector->collect(ctx, sink);
       } catch (const std::exception& e) {
         ok = false;
-        slot->errors.report("exception", slot->name, e.what());
+        slot->errors->report("exception", slot->name, e.what());
       } catch (...) {
         ok = false;
-        slot->errors.report("exception", slot->name, "unknown exception");
+        slot->errors->report("exception", slot->name, "unknown exception");
       }
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       slot->running.store(false);
@@ -124,9 +216,9 @@ MetricSink Scraper::collect(std::optional<Duration> client_timeout) {
   MetricSink out;
   std::vector<std::pair<Slot*, double>> durations;
   std::vector<bool> success;
-  for (std::size_t i = 0; i < slots_.size(); ++i) {
+  for (std::size_t i = 0; i < slots.size(); ++i) {
     auto& run = runs[i];
-    Slot* slot = slots_[i].get();
+    Slot* slot = slots[i].get();
     if (!run) {
       durations.emplace_back(slot, 0.0);
       success.push_back(false);
@@ -135,7 +227,7 @@ MetricSink Scraper::collect(std::optional<Duration> client_timeout) {
     std::unique_lock lock(run->mu);
     if (!run->cv.wait_until(lock, deadline, [&] { return run->done; })) {
       lock.unlock();
-      slot->errors.report("timeout", slot->name, "collector did not finish within the scrape timeout");
+      slot->errors->report("timeout", slot->name, "collector did not finish within the scrape timeout");
       durations.emplace_back(slot, std::chrono::duration<double>(timeout).count());
       success.push_back(false);
       continue;
@@ -162,7 +254,7 @@ void Scraper::add_self_metrics(MetricSink& out, Duration timeout, const std::vec
     out.gauge("rdma_exporter_collector_success",
               "1 when the collector finished within the timeout without failing, else 0.",
               {{"collector", slot->name}}, success[i] ? 1.0 : 0.0);
-    for (const auto& [reason, n] : slot->errors.counts())
+    for (const auto& [reason, n] : slot->errors->counts())
       out.counter("rdma_exporter_collector_errors_total",
                   "Errors met by a collector (unreadable files, vanished devices, timeouts), by reason.",
                   {{"collector", slot->name}, {"reason", reason}}, n);

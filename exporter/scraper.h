@@ -28,13 +28,33 @@ struct BuildInfo {
 };
 BuildInfo build_info();
 
+// What a reload does with each collector: the running ones whose effective settings are equal
+// keep running untouched; the others restart (old instance stopped, then the new one started),
+// start, or stop. Pure, so that the decision is tested apart from any collector.
+struct ReloadPlan {
+  std::vector<std::string> keep, restart, start, stop;
+};
+struct NamedSettings {
+  std::string name;
+  std::string settings;  // the collector's effective settings, rendered (see effective_settings in app.cpp)
+};
+ReloadPlan plan_reload(const std::vector<NamedSettings>& running, const std::vector<NamedSettings>& wanted);
+
 class Scraper {
  public:
   struct Entry {
     std::string name;
-    std::unique_ptr<Collector> collector;
+    std::string settings;
+    std::function<std::unique_ptr<Collector>()> create;  // throws ConfigError
   };
-  Scraper(model::Discoverer discoverer, std::vector<Entry> collectors, Duration timeout);
+  // One configuration: the discovery, the enabled collectors (in order), the scrape timeout.
+  struct Config {
+    std::shared_ptr<const model::Discoverer> discoverer;
+    std::vector<Entry> collectors;
+    Duration timeout{};
+  };
+  // Creates every collector; throws ConfigError.
+  explicit Scraper(Config config);
   ~Scraper();
 
   // Collects everything and returns the families (self-metrics included). Collectors get the
@@ -47,8 +67,25 @@ class Scraper {
   // collection whatever its own timeout (scrapers of one target send the same header).
   std::shared_ptr<const std::string> scrape_text(std::optional<Duration> client_timeout = std::nullopt);
 
-  void start();  // starts background collectors
-  void stop();   // stops them; idempotent
+  // "name: why" for each collector that failed to start (it then runs as if never started).
+  using StartFailures = std::vector<std::string>;
+  StartFailures start();  // starts background collectors
+  void stop();            // stops them; idempotent
+
+  // Switches to another configuration (SIGHUP) as plan_reload() decides. New instances are
+  // created first, then `before_switch` runs (the daemon applies the web config there); an
+  // exception from either leaves everything as it was and propagates. Then the old instances of
+  // the changed and removed collectors stop, and only then the new ones start, so a port the old
+  // one listened on is free. When any new one fails to start, the reload is undone: the new
+  // ones stop, the stopped old ones start again, and the previous configuration (discovery,
+  // timeout, collector set) stays. The scrapes in between use the previous configuration.
+  struct ReloadResult {
+    ReloadPlan plan;
+    StartFailures failures;          // empty: the reload applied
+    StartFailures restore_failures;  // old instances that did not start again (they are off)
+  };
+  ReloadResult reload(Config next, const std::function<void()>& before_switch = {});
+
   std::vector<std::string> collector_names() const;
   // Extra self-metrics appended to every scrape by the daemon (config reloads, HTTP rejections).
   // Set before the first scrape; called under the scrape lock.
@@ -56,13 +93,23 @@ class Scraper {
 
  private:
   struct Slot;
+  using Slots = std::vector<std::shared_ptr<Slot>>;
   void add_self_metrics(MetricSink& out, Duration timeout, const std::vector<std::pair<Slot*, double>>& durations,
                         const std::vector<bool>& success, const model::HostModel& host);
+  static StartFailures start_slots(const Slots& slots);
 
-  model::Discoverer discoverer_;
-  std::vector<std::shared_ptr<Slot>> slots_;
-  Duration timeout_;
+  // The configuration in use; a collection takes a copy when it begins, a reload swaps it.
+  struct Active {
+    std::shared_ptr<const model::Discoverer> discoverer;
+    Slots slots;
+    Duration timeout{};
+  };
+  Active active() const;
+  mutable std::mutex active_mu_;
+  Active active_;
+
   std::mutex scrape_mu_;  // one collection at a time: firmware-backed reads are not hammered
+  std::mutex reload_mu_;  // start, stop and reload, one at a time
   ErrorReporter discovery_errors_{"discovery"};
   std::atomic<std::uint64_t> scrapes_{0};
   bool stopped_ = false;

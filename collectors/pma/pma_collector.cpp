@@ -237,7 +237,8 @@ RDMA_REGISTER_COLLECTOR({
             {"fabric-vl-xmit-wait", exporter::OptionType::kBool, "false",
              "Fabric mode: also read PortVLXmitWaitCounters (one more MAD per port)."},
             {"node-name-map", exporter::OptionType::kString, "",
-             "ibnetdiscover-format node-name-map file (\"0xGUID \\\"name\\\"\" per line) for the node_name labels."},
+             "ibnetdiscover-format node-name-map file (\"0xGUID \\\"name\\\"\" per line) for the node_name labels.",
+             true},
         },
     .create = [](const exporter::CollectorSettings& s, const exporter::GlobalContext&)
         -> std::unique_ptr<exporter::Collector> {

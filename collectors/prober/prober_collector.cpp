@@ -68,12 +68,9 @@ class ProberCollector final : public exporter::Collector {
       spdlog::info("prober: off, {}; the rest of the exporter works", why);
       return;
     }
-    try {
-      t->start();
-    } catch (const std::exception& e) {
-      spdlog::error("prober: off, {}", e.what());
-      return;
-    }
+    // A responder that cannot listen (port taken, bad address) is a failure, not a missing
+    // capability: it propagates, and the daemon logs it and counts a reload that meets it as failed.
+    t->start();
     transport_ = std::move(t);
     s_.engine.max_links = std::max<std::size_t>(1, s_.engine.max_links);
     engine_ = std::make_unique<Engine>(s_.engine, *transport_, transport_->local_ports());
@@ -96,6 +93,10 @@ class ProberCollector final : public exporter::Collector {
     if (resolver_.joinable()) resolver_.join();
     if (loop_.joinable()) loop_.join();
     transport_->stop();
+    // Closes the listening socket and the QPs now, not when the collector is destroyed: the
+    // instance a reload starts next binds the same port, and start() may be called again.
+    engine_.reset();
+    transport_.reset();
   }
 
   void collect(const exporter::ScrapeContext&, MetricSink& out) override {
@@ -358,7 +359,8 @@ RDMA_REGISTER_COLLECTOR({
     .settings =
         {
             {"listen-address", exporter::OptionType::kString, ":9662", "TCP [host]:port of the responder's handshake."},
-            {"secret-file", exporter::OptionType::kString, "", "File with a shared secret; handshakes are HMAC-SHA256 signed with it."},
+            {"secret-file", exporter::OptionType::kString, "", "File with a shared secret; handshakes are HMAC-SHA256 signed with it.",
+             true},
             {"peers", exporter::OptionType::kYaml, "",
              "YAML list of peers: address (required), name, tcp_port, group, local_device, local_port, gid_index."},
             {"dns-name", exporter::OptionType::kString, "", "DNS name whose addresses are peers (a headless Service); re-resolved."},

@@ -5,51 +5,7 @@
 # reconnects and probes resume. Runs inside the test guest; see tests/vm/README.md.
 source "$(dirname "$0")/common.sh"
 
-PORT_A=$VM_TEST_PORT
-PORT_B=$((VM_TEST_PORT + 1))
-PID_A= PID_B=
-stop_all() {
-  for p in $PID_A $PID_B; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-}
-trap stop_all EXIT
-
-# config DEV_ADDR PEER_ADDR PEER_NAME: a YAML config for one instance
-config() {
-  cat <<YAML
-collectors:
-  prober:
-    listen_address: "$1:9662"
-    peers:
-      - {address: $2, name: $3, group: vm}
-YAML
-}
-config 10.77.0.1 10.77.0.2 b >"$WORK/a.yml"
-config 10.77.0.2 10.77.0.1 a >"$WORK/b.yml"
-COMMON=(--path.sysfs=/sys --log.level=debug --collector.prober --collector.prober.interval=200ms
-        --collector.prober.timeout=1s --collector.prober.backoff-max=2s --collector.prober.connect-timeout=3s)
-
-start_a() {
-  "$EXPORTER" --web.listen-address=127.0.0.1:$PORT_A --config.file="$WORK/a.yml" --collector.prober.device='^rxe0$' \
-    "${COMMON[@]}" >>"$WORK/exporter.log" 2>&1 &
-  PID_A=$!
-}
-start_b() {
-  "$EXPORTER" --web.listen-address=127.0.0.1:$PORT_B --config.file="$WORK/b.yml" --collector.prober.device='^rxe1$' \
-    "${COMMON[@]}" >>"$WORK/exporter_b.log" 2>&1 &
-  PID_B=$!
-}
-get() { curl -sf -o "$2" "http://127.0.0.1:$1/metrics"; }
-
-# wait_for PORT WANT NAME LABELS...: poll (bounded by attempts) until the sample equals WANT
-wait_for() {
-  local port=$1 want=$2 i v; shift 2
-  for i in $(seq 300); do
-    if get "$port" "$WORK/poll" && v=$(value "$WORK/poll" "$@" 2>/dev/null) && num_eq "$v" "$want"; then return 0; fi
-    sleep 0.1
-  done
-  echo "  (waited for $* = $want on :$port; last: $(series "$WORK/poll" "$@"))" >&2
-  return 1
-}
+source "$(dirname "$0")/prober_pair.sh"
 
 start_a
 start_b
@@ -57,9 +13,9 @@ section "both instances probe each other"
 wait_for $PORT_A 1 rdma_prober_active && ok "A: prober active" || bad "A: prober not active"
 wait_for $PORT_A 1 rdma_prober_peer_up device=rxe0 port=1 peer=b && ok "A sees b up" || bad "A: peer b never up"
 wait_for $PORT_B 1 rdma_prober_peer_up device=rxe1 port=1 peer=a && ok "B sees a up" || bad "B: peer a never up"
-get $PORT_A "$WORK/a1"; get $PORT_B "$WORK/b1"
+scrape_port $PORT_A "$WORK/a1"; scrape_port $PORT_B "$WORK/b1"
 sleep 2
-get $PORT_A "$WORK/a2"; get $PORT_B "$WORK/b2"
+scrape_port $PORT_A "$WORK/a2"; scrape_port $PORT_B "$WORK/b2"
 for side in a b; do
   if [[ $side == a ]]; then L=(device=rxe0 port=1 peer=b); else L=(device=rxe1 port=1 peer=a); fi
   c1=$(value "$WORK/${side}1" rdma_prober_rtt_seconds_count "${L[@]}")
@@ -85,7 +41,7 @@ section "B stops: A counts losses and marks b down"
 kill "$PID_B"; wait "$PID_B" 2>/dev/null; PID_B=
 wait_for $PORT_A 0 rdma_prober_peer_up device=rxe0 port=1 peer=b && ok "A marks b down" || bad "A: b still up"
 for i in $(seq 100); do
-  get $PORT_A "$WORK/a3"
+  scrape_port $PORT_A "$WORK/a3"
   lost=$(value "$WORK/a3" rdma_prober_probes_lost_total device=rxe0 port=1 peer=b)
   num_ge "$lost" 1 && break
   sleep 0.1
@@ -98,10 +54,10 @@ grep '^rdma_prober_errors_total' "$WORK/a3" | sed 's/^/    /'
 section "B restarts: A reconnects and probes again"
 start_b
 wait_for $PORT_A 1 rdma_prober_peer_up device=rxe0 port=1 peer=b && ok "A sees b up again" || bad "A: b never came back"
-get $PORT_A "$WORK/a4"
+scrape_port $PORT_A "$WORK/a4"
 c4=$(value "$WORK/a4" rdma_prober_rtt_seconds_count device=rxe0 port=1 peer=b)
 sleep 1.5
-get $PORT_A "$WORK/a5"
+scrape_port $PORT_A "$WORK/a5"
 c5=$(value "$WORK/a5" rdma_prober_rtt_seconds_count device=rxe0 port=1 peer=b)
 conns=$(value "$WORK/a5" rdma_prober_connects_total device=rxe0 port=1 peer=b)
 if num_ge "$c5" "$((c4 + 2))"; then ok "A probes b again ($c4 -> $c5)"; else bad "A: count $c4 -> $c5 after restart"; fi
