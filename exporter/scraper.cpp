@@ -258,7 +258,7 @@ void Scraper::add_self_metrics(MetricSink& out, Duration timeout, const std::vec
       out.counter("rdma_exporter_collector_errors_total",
                   "Errors met by a collector (unreadable files, vanished devices, timeouts), by reason.",
                   {{"collector", slot->name}, {"reason", reason}}, n);
-    for (const auto& [capability, available] : slot->errors.capabilities())
+    for (const auto& [capability, available] : slot->errors->capabilities())
       out.gauge("rdma_exporter_collector_capability",
                 "1 when the host offers what a collector can use (umad device, ECN sysfs, PMA counters), 0 when "
                 "some port or netdev lacks it. State, not an error: logged once when it goes missing.",
