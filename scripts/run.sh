@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# README command 1: install what is missing, build, and run the exporter — on this host's RDMA
-# devices, or on the bundled demo fabric when the host has none.
+# README command 1: install what building and running need (scripts/install-deps.sh: no test tool,
+# no service started or enabled), build, and run the exporter — on this host's RDMA devices, or on
+# the bundled demo fabric when the host has none.
 #   scripts/run.sh [exporter flags...]     e.g. scripts/run.sh --web.listen-address=127.0.0.1:9661
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build}
 "$here/scripts/install-deps.sh"
-cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRDMA_EXPORTER_TESTS=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)" --target rdma_exporter
 
 args=("$@")
