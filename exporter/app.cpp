@@ -80,7 +80,6 @@ void declare_options(Options& o) {
   o.declare({"web.request-timeout", OptionType::kDuration, "10s", "Timeout of every HTTP socket read and write."});
   o.declare({"web.max-request-size", OptionType::kInt, "16384", "Largest request line plus headers, in bytes."});
   o.declare({"path.sysfs", OptionType::kString, "/sys", "sysfs mount point."});
-  o.declare({"path.procfs", OptionType::kString, "/proc", "procfs mount point."});
   o.declare({"device.include", OptionType::kString, "", "Regular expression of RDMA device names to read (default all)."});
   o.declare({"device.exclude", OptionType::kString, "", "Regular expression of RDMA device names never to read."});
   o.declare({"scrape.timeout", OptionType::kDuration, "10s", "Per-scrape timeout for every collector."});
@@ -102,7 +101,7 @@ void declare_options(Options& o) {
 }
 
 std::unique_ptr<Scraper> build_scraper(const Options& o) {
-  GlobalContext global{o.get_string("path.sysfs"), o.get_string("path.procfs")};
+  GlobalContext global{o.get_string("path.sysfs")};
   model::DiscoveryOptions dopts{global.sysfs_root, o.get_string("device.include"), o.get_string("device.exclude")};
   std::unique_ptr<model::Discoverer> discoverer;
   try {
