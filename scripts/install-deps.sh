@@ -17,6 +17,8 @@ RUN=(
   # libraries (rdma-core's -dev packages; the HTTP server, config, logs; TLS and bcrypt)
   libibverbs-dev libibumad-dev libibmad-dev libibnetdisc-dev
   libcivetweb-dev libyaml-cpp-dev libspdlog-dev libfmt-dev zlib1g-dev libmnl-dev libssl-dev libcrypt-dev
+  # civetweb's CMake config names its /usr/bin/civetweb (a plain binary, no service)
+  civetweb
   # verbs providers (the prober on real devices); python3 generates the demo fabric
   ibverbs-providers python3
 )
