@@ -77,7 +77,7 @@ t1=$SECONDS
 echo "image built in $((SECONDS - t1)) s"
 # The base is a debootstrap minbase root, larger than Docker Hub's bookworm-slim: both printed.
 echo "image size: $("${B[@]}" images --format '{{.Size}}' "$image")" \
-  "(its base, the minbase root: $("${B[@]}" images --format '{{.Size}}' docker.io/library/debian:bookworm-slim))"
+  "(its base, the minbase root: $("${B[@]}" images --format '{{.Size}}' docker.io/library/debian:bookworm-slim | head -1))"
 
 # 3. Run the image's entrypoint on the demo fabric (no ticking: values stay put) and scrape it.
 demo="$work/demo"
