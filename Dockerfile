@@ -7,10 +7,12 @@
 FROM debian:bookworm AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      build-essential cmake pkg-config git ca-certificates \
-      libibverbs-dev librdmacm-dev libibumad-dev libibmad-dev libibnetdisc-dev \
-      prometheus-cpp-dev libcivetweb-dev libyaml-cpp-dev libspdlog-dev libfmt-dev zlib1g-dev libmnl-dev \
+      build-essential cmake pkg-config ccache \
+      libibverbs-dev libibumad-dev libibmad-dev libibnetdisc-dev \
+      libcivetweb-dev civetweb libyaml-cpp-dev libspdlog-dev libfmt-dev zlib1g-dev libmnl-dev libssl-dev libcrypt-dev \
  && rm -rf /var/lib/apt/lists/*
+# ccache writes here; mount a cache on it to rebuild fast (tests/deploy/image_test.sh does).
+ENV CCACHE_DIR=/ccache CCACHE_BASEDIR=/src
 WORKDIR /src
 # Only the sources (no build trees); without .git the revision label reads "unknown".
 COPY CMakeLists.txt /src/
@@ -20,6 +22,7 @@ COPY exporter /src/exporter
 COPY collectors /src/collectors
 COPY bench /src/bench
 COPY deploy /src/deploy
+COPY docs /src/docs
 RUN cmake -S /src -B /build -DCMAKE_BUILD_TYPE=Release -DRDMA_EXPORTER_TESTS=OFF -DCMAKE_INSTALL_PREFIX=/usr \
  && cmake --build /build -j"$(nproc)" --target rdma_exporter \
  && DESTDIR=/out cmake --install /build --strip
@@ -32,7 +35,7 @@ FROM debian:bookworm-slim
 # Keep in sync with the binary's NEEDED libraries (tests/deploy/dockerfile_test.sh checks it).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libibverbs1 ibverbs-providers librdmacm1 libibumad3 libibmad5 libibnetdisc5 \
+      libibverbs1 ibverbs-providers libibumad3 libibmad5 libibnetdisc5 \
       libcivetweb1 libyaml-cpp0.7 libspdlog1.10 libfmt9 zlib1g libmnl0 libssl3 libcrypt1 \
  && rm -rf /var/lib/apt/lists/*
 # The binary and whatever it installs beside it (e.g. /usr/lib/rdma_exporter: the TLS shim).

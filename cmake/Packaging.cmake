@@ -1,14 +1,16 @@
 # CPack: a Debian package with the binary, the systemd unit and the default configuration.
 #   cmake --build build --target rdma_exporter && (cd build && cpack -G DEB)
 # Installed paths: /usr/bin/rdma_exporter, /lib/systemd/system/rdma_exporter.service,
-# /etc/rdma_exporter/rdma_exporter.yml (a conffile: local edits survive upgrades).
+# /etc/rdma_exporter/rdma_exporter.yml (a conffile: local edits survive upgrades),
+# /usr/share/doc/rdma-exporter/ (README.md, metrics, runbooks, deployment).
 # Included (OPTIONAL) from the root CMakeLists.txt after the install(TARGETS) of the binary.
 
 install(FILES ${CMAKE_SOURCE_DIR}/deploy/systemd/rdma_exporter.service
         DESTINATION /lib/systemd/system COMPONENT Unspecified)
 install(FILES ${CMAKE_SOURCE_DIR}/deploy/rdma_exporter.yml
         DESTINATION /etc/rdma_exporter COMPONENT Unspecified)
-install(FILES ${CMAKE_SOURCE_DIR}/docs/metrics.md ${CMAKE_SOURCE_DIR}/docs/runbooks.md
+# README.md and deployment.md are what the unit's Documentation= names (deb_test.sh checks).
+install(FILES ${CMAKE_SOURCE_DIR}/README.md ${CMAKE_SOURCE_DIR}/docs/metrics.md ${CMAKE_SOURCE_DIR}/docs/runbooks.md
               ${CMAKE_SOURCE_DIR}/docs/deployment.md
         DESTINATION share/doc/rdma-exporter COMPONENT Unspecified OPTIONAL)
 

@@ -6,7 +6,9 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:?usage: demo-fabric.sh DIR [--no-tick]}
-rm -rf "$dir"
-python3 "$here/tests/fixtures/sysfs_gen.py" "$dir" --profile demo
+# Written beside DIR and renamed into place: whoever waits for DIR sees it whole (links are relative).
+rm -rf "$dir" "$dir.new"
+python3 "$here/tests/fixtures/sysfs_gen.py" "$dir.new" --profile demo
+mv "$dir.new" "$dir"
 [ "${2:-}" = "--no-tick" ] && exit 0
 exec python3 "$here/tests/fixtures/sysfs_gen.py" "$dir" --tick --interval 1

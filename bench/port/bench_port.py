@@ -16,6 +16,7 @@ import argparse
 import http.client
 import urllib.parse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -60,7 +61,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--exporter", required=True)
     ap.add_argument("--raw-floor", required=True)
-    ap.add_argument("--node-exporter", default="/usr/bin/prometheus-node-exporter")
+    # Unpacked by scripts/test-tools.sh (put it on PATH: PATH=$(scripts/test-tools.sh --dir)/usr/bin:$PATH).
+    ap.add_argument("--node-exporter", default=shutil.which("prometheus-node-exporter") or "prometheus-node-exporter")
     ap.add_argument("--devices", type=int, default=16)
     ap.add_argument("--scrapes", type=int, default=300)
     a = ap.parse_args()

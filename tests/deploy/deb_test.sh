@@ -25,6 +25,10 @@ for f in usr/bin/rdma_exporter lib/systemd/system/rdma_exporter.service etc/rdma
 done
 [ -x "$root/usr/bin/rdma_exporter" ] || fail "binary not executable"
 "$root/usr/bin/rdma_exporter" --version
+# Every file the unit's Documentation= names is in the package.
+for doc in $(sed -n 's/^Documentation=//p' "$root/lib/systemd/system/rdma_exporter.service"); do
+  case $doc in file:*) [ -f "$root/${doc#file:}" ] || fail "Documentation=$doc is not in the package" ;; esac
+done
 cmp "$root/etc/rdma_exporter/rdma_exporter.yml" "$(dirname "$0")/../../deploy/rdma_exporter.yml" || fail "config differs"
 
 # systemd-analyze verify in the scratch root: the unit, its ExecStart binary, its dependencies.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""prometheus: a real Prometheus (Debian's /usr/bin/prometheus, loopback, temporary data dir,
+"""prometheus: a real Prometheus (Debian's prometheus, loopback, temporary data dir,
 stopped by PID) with the shipped rules loaded scrapes the exporter on the moving demo fabric
 (tests/fixtures/sysfs_gen.py --profile demo, as scripts/demo-fabric.sh). Checks:
   - every metric a dashboard or rule uses is in a real scrape, or is marked *hardware* in

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""prometheus: Debian's /usr/bin/prometheus scrapes the real exporter over TLS (verifying our CA)
+"""prometheus: Debian's prometheus scrapes the real exporter over TLS (verifying our CA)
 with basic auth, on loopback, with a temporary data directory; stopped by PID. A second job with a
 wrong password must show up == 0 (the 401 is real)."""
 import json
@@ -16,7 +16,7 @@ from hlib import Daemon, args, bcrypt, free_port, gen_sysfs, make_certs, stop_pr
 
 A = args()
 EXE = A.exporter
-PROM = "/usr/bin/prometheus"
+PROM = shutil.which("prometheus") or "prometheus"  # the unpacked one ctest puts on PATH
 
 
 class PrometheusTls(unittest.TestCase):

@@ -19,7 +19,10 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from exporter_harness import stop_process  # noqa: E402
 
-PACKAGES = ["ibsim-utils", "libumad2sim0", "opensm", "infiniband-diags"]
+# opensm itself is unpacked, not installed (its postinst would start a subnet manager on any host
+# with InfiniBand): scripts/test-tools.sh, which ctest puts on PATH. These are its libraries.
+PACKAGES = ["ibsim-utils", "libumad2sim0", "infiniband-diags", "libopensm9", "libosmcomp5", "libosmvendor5",
+            "libwrap0"]
 
 
 class SetupError(Exception):

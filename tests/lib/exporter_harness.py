@@ -176,11 +176,11 @@ def series(samples, name):
 
 
 class Prometheus:
-    """Debian's /usr/bin/prometheus on loopback scraping `targets` every second, with an optional
+    """Debian's prometheus (found on PATH: ctest puts the unpacked one first) on loopback scraping `targets` every second, with an optional
     rules file; temporary data directory; stopped by PID on exit."""
 
     def __init__(self, workdir, targets, rule_files=(), binary=None, job="rdma"):
-        binary = binary or os.environ.get("PROMETHEUS", "/usr/bin/prometheus")
+        binary = binary or "prometheus"
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         cfg = os.path.join(workdir, "prometheus.yml")

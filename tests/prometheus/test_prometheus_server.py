@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""prometheus: a real Prometheus server (Debian's /usr/bin/prometheus, on loopback, temporary
+"""prometheus: a real Prometheus server (Debian's prometheus, on loopback, temporary
 data directory, stopped by PID) scrapes the exporter on the moving demo fabric: `up` is 1 and
 rate() of a moving demo counter is above 0."""
 import json

@@ -288,6 +288,8 @@ cp "$HERE/lib/stage2.sh" "$CTL/stage2.sh"
   printf 'export VM_CWD=%q\n' "$PWD"
   [[ -n "$BUILD_DIR" ]] && printf 'export VM_BUILD_DIR=%q\n' "$BUILD_DIR"
   [[ -n "${CI:-}" ]] && printf 'export CI=%q\n' "$CI"
+  # The host's PATH (the guest runs the host's userland): ctest puts the unpacked test tools first.
+  printf 'export PATH=%q\n' "$PATH"
   for v in ${RDMA_EXPORTER_VM_PASSENV:-}; do
     [[ -n "${!v+x}" ]] && printf 'export %s=%q\n' "$v" "${!v}"
   done
