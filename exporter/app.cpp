@@ -229,7 +229,8 @@ int run(int argc, const char* const* argv) {
   try {
     server = std::make_unique<HttpServer>(
         http, HttpHandlers{[&](std::optional<Duration> client_timeout) { return scraper->scrape_text(client_timeout); },
-                           [&] { return landing_page(http.telemetry_path, scraper->collector_names()); }});
+                           [&] { return landing_page(http.telemetry_path, scraper->collector_names()); },
+                           [&](std::string_view path, std::string_view query) { return scraper->serve_path(path, query); }});
   } catch (const std::exception& e) {
     spdlog::error("cannot start HTTP server: {}", e.what());
     scraper->stop();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "exporter/error_reporter.h"
+#include "exporter/http_handler.h"
 #include "exporter/metrics.h"
 #include "exporter/options.h"
 #include "sources/model/host_model.h"
@@ -35,6 +36,11 @@ class Collector {
   // started: its state (histograms, wrap extension, snapshots) carries over.
   virtual void start() {}
   virtual void stop() {}
+  // Extra HTTP paths the collector serves (see exporter/http_handler.h), asked at each request to
+  // such a path while the collector runs (so that they follow reloads). The core's own paths
+  // (telemetry, /, /healthz) take precedence; of two collectors serving one path, the first in
+  // name order answers.
+  virtual std::vector<HttpPath> http_paths() { return {}; }
 };
 
 // A collector's own settings, read from Options under collector.<name>.<key>.

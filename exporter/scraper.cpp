@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <exception>
+#include <stdexcept>
 #include <thread>
 
 #include "exporter/exposition.h"
@@ -107,6 +108,16 @@ Scraper::StartFailures Scraper::start_slots(const Slots& slots) {
 Scraper::StartFailures Scraper::start() {
   std::lock_guard lock(reload_mu_);
   return start_slots(active().slots);
+}
+
+std::optional<HttpResponse> Scraper::serve_path(std::string_view path, std::string_view query) const {
+  // The configuration of this moment, held until the handler returns: a reload that replaces the
+  // collector meanwhile leaves this instance alive (and stopped) until then.
+  const Active cfg = active();
+  for (const auto& s : cfg.slots)
+    for (auto& p : s->collector->http_paths())
+      if (p.path == path) return p.handler(query);
+  return std::nullopt;
 }
 
 void Scraper::stop() {

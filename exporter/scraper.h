@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,9 @@ class Scraper {
   };
   ReloadResult reload(Config next, const std::function<void()>& before_switch = {});
 
+  // The response of the running collector that serves `path` (the first in name order), or nullopt
+  // when none does. Asked at each request, so that it follows reloads.
+  std::optional<HttpResponse> serve_path(std::string_view path, std::string_view query) const;
   std::vector<std::string> collector_names() const;
   // Extra self-metrics appended to every scrape by the daemon (config reloads, HTTP rejections).
   // Set before the first scrape; called under the scrape lock.
@@ -114,6 +118,7 @@ class Scraper {
   std::atomic<std::uint64_t> scrapes_{0};
   bool stopped_ = false;
   std::function<void(MetricSink&)> self_metrics_hook_;
+  std::vector<HttpPath> paths_;  // set by start(), read-only afterwards
 
   // The collection running now, if any; its text lives only as long as someone holds it.
   struct Flight {
