@@ -118,7 +118,6 @@ class Scraper {
   std::atomic<std::uint64_t> scrapes_{0};
   bool stopped_ = false;
   std::function<void(MetricSink&)> self_metrics_hook_;
-  std::vector<HttpPath> paths_;  // set by start(), read-only afterwards
 
   // The collection running now, if any; its text lives only as long as someone holds it.
   struct Flight {
