@@ -31,7 +31,10 @@ for side in a b; do
 done
 expect_value "$WORK/a2" 1 rdma_prober_qps role=prober
 expect_value "$WORK/a2" 1 rdma_prober_qps role=responder
-expect_value "$WORK/a2" 1 rdma_prober_responder_handshakes_total result=ok
+# At least B's handshake: a connect that B gave up on while A's answer was under way (a slow,
+# loaded guest) is answered ok too and retried, so the exact count depends on timing.
+hs=$(value "$WORK/a2" rdma_prober_responder_handshakes_total result=ok)
+if num_ge "$hs" 1; then ok "A's responder answered $hs handshake(s) ok"; else bad "A's responder answered none ok ($hs)"; fi
 # the prober's families only: other collectors are checked by their own tests (promtool is the
 # host's, installed by scripts/install-deps.sh; missing, it fails here)
 grep -E '^(# (HELP|TYPE) )?rdma_prober_' "$WORK/a2" >"$WORK/a2.prober"
