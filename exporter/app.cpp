@@ -189,7 +189,9 @@ int run(int argc, const char* const* argv) {
   try {
     server = std::make_unique<HttpServer>(
         http, HttpHandlers{[&] { return current()->scrape_text(); },
-                           [&] { return landing_page(http.telemetry_path, current()->collector_names()); }});
+                           [&] { return landing_page(http.telemetry_path, current()->collector_names()); },
+                           // the scraper (and its collectors) stays alive until the request ends
+                           [&](std::string_view path, std::string_view query) { return current()->serve_path(path, query); }});
   } catch (const std::exception& e) {
     spdlog::error("cannot start HTTP server: {}", e.what());
     active->stop();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "exporter/error_reporter.h"
+#include "exporter/http_handler.h"
 #include "exporter/metrics.h"
 #include "exporter/options.h"
 #include "sources/model/host_model.h"
@@ -29,6 +30,10 @@ class Collector {
   // Background collectors (prober, PMA fabric mode) start and stop their loops here.
   virtual void start() {}
   virtual void stop() {}
+  // Extra HTTP paths the collector serves (see exporter/http_handler.h), asked once after
+  // start(). The core's own paths (telemetry, /, /healthz) take precedence; a path served by two
+  // collectors fails the start.
+  virtual std::vector<HttpPath> http_paths() { return {}; }
 };
 
 // A collector's own settings, read from Options under collector.<name>.<key>.

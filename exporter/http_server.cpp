@@ -177,25 +177,46 @@ int HttpServer::handle(mg_connection* conn) {
     send(conn, 200, "OK", "text/html; charset=utf-8", handlers_.landing_html());
     return 200;
   }
+  if (handlers_.extra_path && admit(conn)) {
+    std::optional<HttpResponse> r;
+    try {
+      r = handlers_.extra_path(uri, ri->query_string ? ri->query_string : "");
+    } catch (const std::exception& e) {
+      r = HttpResponse{500, "text/plain; charset=utf-8", "internal error\n"};
+      spdlog::error("handler of {} failed: {}", uri, e.what());
+    }
+    --scrapes_in_flight_;
+    if (r) {
+      send(conn, r->status, r->status == 200 ? "OK" : "Error", r->content_type, r->body);
+      return r->status;
+    }
+  } else if (handlers_.extra_path) {
+    return 503;
+  }
   ++stats_.not_found;
   send(conn, 404, "Not Found", "text/plain; charset=utf-8", "not found\n");
   return 404;
 }
 
-int HttpServer::serve_metrics(mg_connection* conn) {
+bool HttpServer::admit(mg_connection* conn) {
   // Admission: the excess over max_concurrent_scrapes is refused at once, never queued.
-  struct InFlight {
-    std::atomic<int>& n;
-    ~InFlight() { --n; }
-  };
   int now = ++scrapes_in_flight_;
-  InFlight guard{scrapes_in_flight_};
   if (opts_.max_concurrent_scrapes > 0 && now > opts_.max_concurrent_scrapes) {
+    --scrapes_in_flight_;
     ++stats_.too_many_scrapes;
     send(conn, 503, "Service Unavailable", "text/plain; charset=utf-8",
          "too many concurrent scrapes (--web.max-concurrent-scrapes)\n", "Retry-After: 1\r\n");
-    return 503;
+    return false;
   }
+  return true;
+}
+
+int HttpServer::serve_metrics(mg_connection* conn) {
+  if (!admit(conn)) return 503;
+  struct InFlight {
+    std::atomic<int>& n;
+    ~InFlight() { --n; }
+  } guard{scrapes_in_flight_};
   std::shared_ptr<const std::string> text;
   try {
     text = handlers_.metrics_text();

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "exporter/http_handler.h"
 #include "exporter/web_config.h"
 
 struct mg_context;
@@ -38,6 +39,9 @@ struct HttpHandlers {
   // Renders the whole exposition; shared, so that a large text is never copied per request.
   std::function<std::shared_ptr<const std::string>()> metrics_text;
   std::function<std::string()> landing_html;
+  // Paths served for collectors (exporter/http_handler.h): nullopt when none serves `path` (404).
+  // Admitted like scrapes (max_concurrent_scrapes counts both).
+  std::function<std::optional<HttpResponse>(std::string_view path, std::string_view query)> extra_path;
 };
 
 // Requests refused by the server, by reason; read for rdma_exporter_http_requests_rejected_total.
@@ -71,6 +75,7 @@ class HttpServer {
   static int external_ssl_ctx(void** ssl_ctx, void* self);
   int handle(mg_connection* conn);
   int serve_metrics(mg_connection* conn);
+  bool admit(mg_connection* conn);  // counts one in flight; on refusal answers 503 and undoes it
   HttpOptions opts_;
   HttpHandlers handlers_;
   std::mutex auth_mu_;

@@ -2,8 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <exception>
+#include <stdexcept>
 #include <thread>
 
 #include "exporter/exposition.h"
@@ -60,6 +62,18 @@ Scraper::~Scraper() { stop(); }
 
 void Scraper::start() {
   for (auto& s : slots_) s->collector->start();
+  for (auto& s : slots_)
+    for (auto& p : s->collector->http_paths()) {
+      if (std::any_of(paths_.begin(), paths_.end(), [&](const HttpPath& q) { return q.path == p.path; }))
+        throw std::logic_error("collector " + s->name + ": HTTP path " + p.path + " is served twice");
+      paths_.push_back(std::move(p));
+    }
+}
+
+std::optional<HttpResponse> Scraper::serve_path(std::string_view path, std::string_view query) const {
+  for (const auto& p : paths_)
+    if (p.path == path) return p.handler(query);
+  return std::nullopt;
 }
 
 void Scraper::stop() {

@@ -11,6 +11,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -44,7 +46,9 @@ class Scraper {
   // collection, and firmware-backed files are never read by two scrapes at once.
   std::shared_ptr<const std::string> scrape_text();
 
-  void start();  // starts background collectors
+  void start();  // starts background collectors and gathers their extra HTTP paths
+  // The response of the collector that serves `path`, or nullopt when none does.
+  std::optional<HttpResponse> serve_path(std::string_view path, std::string_view query) const;
   void stop();   // stops them; idempotent
   std::vector<std::string> collector_names() const;
   // Extra self-metrics appended to every scrape by the daemon (config reloads, HTTP rejections).
@@ -64,6 +68,7 @@ class Scraper {
   std::atomic<std::uint64_t> scrapes_{0};
   bool stopped_ = false;
   std::function<void(MetricSink&)> self_metrics_hook_;
+  std::vector<HttpPath> paths_;  // set by start(), read-only afterwards
 
   // The collection running now, if any; its text lives only as long as someone holds it.
   struct Flight {

@@ -1,0 +1,28 @@
+// An extra HTTP path served for a collector (e.g. the prober's /probe): the core routes GET/HEAD
+// requests for the path to the handler, after the same basic auth, TLS, request limits and
+// concurrency admission as the telemetry path, and knows nothing else about it.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace rdma::exporter {
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+};
+
+// Called on an HTTP worker thread, possibly concurrently with itself and with collect(), with
+// the raw (still percent-encoded) query string. May block (a probe runs for seconds); must not
+// throw (an exception becomes a 500).
+using HttpPathHandler = std::function<HttpResponse(std::string_view query)>;
+
+struct HttpPath {
+  std::string path;  // exact match, e.g. "/probe"
+  HttpPathHandler handler;
+};
+
+}  // namespace rdma::exporter
