@@ -176,7 +176,7 @@ TEST_CASE("a bandwidth result renders as a promtool-style scrape with exact inte
   CHECK_THAT(text, !Catch::Contains("rdma_probe_rtt_seconds"));
 }
 
-TEST_CASE("a latency result renders quantiles; failures carry their reason") {
+TEST_CASE("a latency result renders quantiles, a failure its reason") {
   ProbeModule m;
   m.name = "lat";
   m.kind = ProbeKind::kWriteLatency;
@@ -208,7 +208,7 @@ TEST_CASE("a latency result renders quantiles; failures carry their reason") {
   CHECK_THAT(text, !Catch::Contains("rdma_probe_info"));
 }
 
-TEST_CASE("the local port's counters are read before and after; only those that moved are reported") {
+TEST_CASE("the local port counters are read before and after, only those that moved are reported") {
   rdma::testing::TempTree t("probe_counters");
   const std::string port = "class/infiniband/mlx5_0/ports/1/";
   t.write(port + "link_layer", "Ethernet\n");
