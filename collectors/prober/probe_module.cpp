@@ -267,13 +267,14 @@ void render_probe(const ProbeModule* module, const ProbeResult& r, exporter::Met
     out.gauge("rdma_probe_peak_bandwidth_bytes_per_second", "Highest bandwidth over the full 100 ms windows of the run (0 if shorter).",
               {}, r.peak_bandwidth);
   } else if (!r.rtts.empty()) {
-    for (auto [label, q] : {std::pair{"0", 0.0}, {"0.5", 0.5}, {"0.9", 0.9}, {"0.99", 0.99}, {"0.999", 0.999}, {"1", 1.0}})
+    // `percentile`, not `quantile`: that label belongs to summaries (promtool), and these are gauges.
+    for (auto [label, q] : {std::pair{"0", 0.0}, {"50", 0.5}, {"90", 0.9}, {"99", 0.99}, {"99.9", 0.999}, {"100", 1.0}})
       out.gauge("rdma_probe_rtt_seconds",
-                "Round trip of a signaled RDMA WRITE, post to completion, by quantile over the probe's writes (0 = min, 1 = max).",
-                {{"quantile", label}}, percentile(r.rtts, q));
+                "Round trip of a signaled RDMA WRITE, post to completion, by percentile over the probe's writes (0 = min, 100 = max).",
+                {{"percentile", label}}, percentile(r.rtts, q));
   }
   for (const auto& c : r.counters)
-    out.gauge_u64("rdma_probe_port_counter_delta",
+    out.gauge_u64("rdma_probe_port_increase",
                   "Increase of a counter of the local port during the probe (only counters that moved): counters/ (PMA) and "
                   "hw_counters/ files by name.",
                   {{"source", c.source}, {"counter", c.name}}, c.delta);

@@ -94,14 +94,17 @@ ProbeResult ProbeService::probe(const ProbeModule& m, const ProbeQuery& q) {
     spdlog::warn("probe {} to {}: {}/{} already runs a probe", m.name, q.target, r.device, r.port);
     return r;
   }
+  spdlog::debug("probe {} from {}/{} to {} ({}:{}): started", m.name, session->device(), session->port(), q.target, t.address,
+                t.tcp_port);
   const auto before = read_port_counters(sysfs_, session->device(), session->port());
   session->run(deadline, r);
   r.counters = counters_moved(before, read_port_counters(sysfs_, session->device(), session->port()));
   if (!r.success)
     spdlog::warn("probe {} from {}/{} to {} ({}:{}): {}", m.name, r.device, r.port, q.target, t.address, t.tcp_port, r.reason);
   else
-    spdlog::info("probe {} from {}/{} to {} ({}): {} writes, {:.0f} B/s", m.name, r.device, r.port, q.target, r.peer, r.writes,
-                 r.bandwidth);
+    spdlog::info("probe {} from {}/{} to {} ({}): {} writes, {}", m.name, r.device, r.port, q.target, r.peer, r.writes,
+                 m.kind == ProbeKind::kWriteBandwidth ? fmt::format("{:.0f} B/s", r.bandwidth)
+                                                      : fmt::format("median RTT {:.2f} us", percentile(r.rtts, 0.5) * 1e6));
   return r;
 }
 

@@ -171,12 +171,12 @@ TEST_CASE("a bandwidth result renders as a promtool-style scrape with exact inte
   CHECK_THAT(text, Catch::Contains("rdma_probe_written_bytes 262144000\n"));
   CHECK_THAT(text, Catch::Contains("rdma_probe_writes 4000\n"));
   CHECK_THAT(text, Catch::Contains("rdma_probe_qps 2\n"));
-  CHECK_THAT(text, Catch::Contains("rdma_probe_port_counter_delta{source=\"hw_counters\",counter=\"np_cnp_sent\"} 18446744073709551615\n"));
+  CHECK_THAT(text, Catch::Contains("rdma_probe_port_increase{source=\"hw_counters\",counter=\"np_cnp_sent\"} 18446744073709551615\n"));
   CHECK_THAT(text, !Catch::Contains("rdma_probe_failure_info{"));
   CHECK_THAT(text, !Catch::Contains("rdma_probe_rtt_seconds"));
 }
 
-TEST_CASE("a latency result renders quantiles, a failure its reason") {
+TEST_CASE("a latency result renders percentiles, a failure its reason") {
   ProbeModule m;
   m.name = "lat";
   m.kind = ProbeKind::kWriteLatency;
@@ -188,9 +188,9 @@ TEST_CASE("a latency result renders quantiles, a failure its reason") {
   for (int i = 1; i <= 1000; ++i) r.rtts.push_back(i * 1e-6);
   r.writes = 1000;
   auto text = render(&m, r);
-  CHECK_THAT(text, Catch::Contains("rdma_probe_rtt_seconds{quantile=\"0.5\"} 5e-04\n"));
-  CHECK_THAT(text, Catch::Contains("rdma_probe_rtt_seconds{quantile=\"0\"} 1e-06\n"));
-  CHECK_THAT(text, Catch::Contains("rdma_probe_rtt_seconds{quantile=\"1\"} 0.001\n"));
+  CHECK_THAT(text, Catch::Contains("rdma_probe_rtt_seconds{percentile=\"50\"} 5e-04\n"));
+  CHECK_THAT(text, Catch::Contains("rdma_probe_rtt_seconds{percentile=\"0\"} 1e-06\n"));
+  CHECK_THAT(text, Catch::Contains("rdma_probe_rtt_seconds{percentile=\"100\"} 0.001\n"));
   CHECK_THAT(text, !Catch::Contains("bandwidth"));
 
   ProbeResult failed;
