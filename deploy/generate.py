@@ -343,6 +343,23 @@ def dash_prober():
         ts("Probe errors", [
             target('sum by (instance, reason) (rate(rdma_prober_errors_total{%s}[%s]))' % (sel, RI),
                    "{{instance}} {{reason}}")], unit="cps", w=24),
+        row("On-demand probes (/probe, docs/probe.md)"),
+        ts("Probe bandwidth (write_bw): average and peak", [
+            target('max by (instance) (rdma_probe_bandwidth_bytes_per_second{%s})' % sel, "{{instance}} average"),
+            target('max by (instance) (rdma_probe_peak_bandwidth_bytes_per_second{%s})' % sel, "{{instance}} peak")],
+           unit="Bps", desc="Scraped from /probe by a blackbox-style job; instance = the probed peer."),
+        ts("Probe RTT (write_lat): median and p99", [
+            target('max by (instance) (rdma_probe_rtt_seconds{%s, percentile="50"})' % sel, "{{instance}} p50"),
+            target('max by (instance) (rdma_probe_rtt_seconds{%s, percentile="99"})' % sel, "{{instance}} p99")],
+           unit="s"),
+        ts("Probe failures by reason", [
+            target('count by (instance, reason) (rdma_probe_failure_info{%s})' % sel, "{{instance}} {{reason}}")]),
+        ts("/probe requests by result", [
+            target('sum by (instance, module, result) (rate(rdma_probe_requests_total{%s}[%s]))' % (sel, RI),
+                   "{{instance}} {{module}} {{result}}")], unit="cps"),
+        ts("Port counters that moved during probes", [
+            target('max by (instance, counter) (rdma_probe_port_increase{%s})' % sel, "{{instance}} {{counter}}")],
+           w=24),
         row("Prober health"),
         stat("Nodes with the prober enabled",
              'count(rdma_exporter_collector_success{%s, collector="prober"}) or vector(0)' % sel, w=8),

@@ -1,10 +1,12 @@
-// HTTP(S) on CivetWeb: the telemetry path, a landing page at "/", "/healthz". Nothing else
-// answers (404; methods other than GET/HEAD get 405). Hardening (docs/security.md):
+// HTTP(S) on CivetWeb: the telemetry path, a landing page at "/", "/healthz", and the paths
+// collectors serve (HttpHandlers::extra_path, exporter/http_handler.h). Nothing else answers (404;
+// methods other than GET/HEAD get 405). Hardening (docs/security.md):
 //  - TLS from a web config (exporter-toolkit format) through an SSL_CTX built here and handed to
 //    civetweb (external_ssl_ctx); the OpenSSL 3 crash is avoided by exporter/tls/ (the shim).
 //  - HTTP basic auth (bcrypt) on every path but /healthz, which reveals nothing and must answer
 //    the kubelet's plain httpGet probes.
-//  - At most max_concurrent_scrapes requests run the scrape at once; the excess get 503 at once.
+//  - At most max_concurrent_scrapes requests run the scrape (or a collector's path) at once; the
+//    excess get 503 at once.
 //  - A scraper's X-Prometheus-Scrape-Timeout-Seconds, less timeout_offset, is handed to the
 //    metrics handler as the time the client will wait.
 //  - request_timeout_ms bounds every socket read/write; max_request_size bounds the request

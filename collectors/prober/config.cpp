@@ -12,7 +12,6 @@
 #include "exporter/options.h"
 
 namespace rdma::collectors::prober {
-namespace {
 using exporter::ConfigError;
 
 std::string where(const std::string& origin, const YAML::Node& n) {
@@ -20,6 +19,8 @@ std::string where(const std::string& origin, const YAML::Node& n) {
     return origin + ":" + std::to_string(n.Mark().line + 1) + ":" + std::to_string(n.Mark().column + 1);
   return origin;
 }
+
+namespace {
 
 std::string numeric(const sockaddr* sa) {
   char buf[INET6_ADDRSTRLEN] = {};

@@ -14,6 +14,9 @@
 
 namespace rdma::collectors::prober {
 
+// "file:line:col" of a YAML node for ConfigError messages (origin alone when it has no mark).
+std::string where(const std::string& origin, const YAML::Node& n);
+
 // A static peer as written in the config; `address` may be a host name (resolved like DNS peers).
 std::vector<PeerSpec> parse_peers(const YAML::Node& node, const std::string& origin, std::uint16_t default_port,
                                   std::size_t max_peers);

@@ -14,7 +14,8 @@ constexpr std::size_t kChallengeSize = kNonceSize;
 constexpr std::size_t kHelloSize = kNonceSize + 8 + kEndpointSize + kNameSize;
 constexpr std::size_t kAcceptSize = kEndpointSize + kNameSize;
 constexpr std::size_t kRejectSize = 2;
-static_assert(kHelloSize <= kMaxBody && kAcceptSize <= kMaxBody);
+constexpr std::size_t kSessionHelloSize = kHelloSize + 1 + 4;
+static_assert(kHelloSize <= kMaxBody && kAcceptSize <= kMaxBody && kSessionHelloSize <= kMaxBody);
 
 std::optional<std::size_t> body_size(std::uint8_t type) {
   switch (static_cast<FrameType>(type)) {
@@ -22,6 +23,7 @@ std::optional<std::size_t> body_size(std::uint8_t type) {
     case FrameType::kHello: return kHelloSize;
     case FrameType::kAccept: return kAcceptSize;
     case FrameType::kReject: return kRejectSize;
+    case FrameType::kSessionHello: return kSessionHelloSize;
   }
   return std::nullopt;
 }
@@ -39,6 +41,7 @@ class Writer {
     std::memcpy(buf.data(), s.data(), std::min(s.size(), kNameSize));
     bytes(buf);
   }
+  void hello(const Hello& h) { bytes(h.nonce), u64(h.instance), endpoint(h.endpoint), name(h.name); }
   void endpoint(const Endpoint& e) {
     u32(e.qpn), u32(e.psn), bytes(e.gid), u16(e.lid), u8(e.mtu), u8(e.is_global), u64(e.addr), u32(e.rkey), u32(e.length);
   }
@@ -114,6 +117,7 @@ std::string_view reject_label(RejectReason r) {
     case RejectReason::kNoPort: return "no_port";
     case RejectReason::kQpSetup: return "qp_setup";
     case RejectReason::kBadRequest: return "bad_request";
+    case RejectReason::kNoSecret: return "no_secret";
   }
   return "unknown";
 }
@@ -134,6 +138,17 @@ std::string_view decode_status_label(DecodeStatus s) {
 }
 
 namespace {
+std::optional<Hello> read_hello(Reader& r) {
+  Hello h;
+  h.nonce = r.array<kNonceSize>();
+  h.instance = r.u64();
+  h.endpoint = r.endpoint();
+  auto name = r.name();
+  if (!name || !valid_endpoint(h.endpoint)) return std::nullopt;
+  h.name = std::move(*name);
+  return h;
+}
+
 // Checks the header alone; on success returns the body length.
 DecodeStatus check_header(std::span<const std::uint8_t> b, std::size_t& body) {
   if (b.size() < kHeaderSize) return DecodeStatus::kTruncated;
@@ -168,14 +183,20 @@ Decoded decode_frame(std::span<const std::uint8_t> b, std::string_view secret, s
   switch (static_cast<FrameType>(b[5])) {
     case FrameType::kChallenge: return {DecodeStatus::kOk, Challenge{r.array<kNonceSize>()}};
     case FrameType::kHello: {
-      Hello h;
-      h.nonce = r.array<kNonceSize>();
-      h.instance = r.u64();
-      h.endpoint = r.endpoint();
-      auto name = r.name();
-      if (!name || !valid_endpoint(h.endpoint)) return {DecodeStatus::kBadField, std::nullopt};
-      h.name = std::move(*name);
-      return {DecodeStatus::kOk, std::move(h)};
+      auto h = read_hello(r);
+      if (!h) return {DecodeStatus::kBadField, std::nullopt};
+      return {DecodeStatus::kOk, std::move(*h)};
+    }
+    case FrameType::kSessionHello: {
+      SessionHello sh;
+      auto h = read_hello(r);
+      const auto kind = r.u8();
+      sh.buffer_bytes = r.u32();
+      if (!h || kind < 1 || kind > 2 || sh.buffer_bytes == 0 || sh.buffer_bytes > kMaxSessionBuffer)
+        return {DecodeStatus::kBadField, std::nullopt};
+      sh.hello = std::move(*h);
+      sh.kind = static_cast<SessionKind>(kind);
+      return {DecodeStatus::kOk, std::move(sh)};
     }
     case FrameType::kAccept: {
       Accept a;
@@ -187,7 +208,7 @@ Decoded decode_frame(std::span<const std::uint8_t> b, std::string_view secret, s
     }
     case FrameType::kReject: {
       auto reason = r.u16();
-      if (reason < 1 || reason > 5) return {DecodeStatus::kBadField, std::nullopt};
+      if (reason < 1 || reason > 6) return {DecodeStatus::kBadField, std::nullopt};
       return {DecodeStatus::kOk, Reject{static_cast<RejectReason>(reason)}};
     }
   }
@@ -206,6 +227,7 @@ std::vector<std::uint8_t> encode_frame(const Message& m, std::string_view secret
         if constexpr (std::is_same_v<T, Challenge>) return FrameType::kChallenge;
         else if constexpr (std::is_same_v<T, Hello>) return FrameType::kHello;
         else if constexpr (std::is_same_v<T, Accept>) return FrameType::kAccept;
+        else if constexpr (std::is_same_v<T, SessionHello>) return FrameType::kSessionHello;
         else return FrameType::kReject;
       },
       m)));
@@ -215,7 +237,8 @@ std::vector<std::uint8_t> encode_frame(const Message& m, std::string_view secret
       [&w](const auto& v) {
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, Challenge>) w.bytes(v.nonce);
-        else if constexpr (std::is_same_v<T, Hello>) w.bytes(v.nonce), w.u64(v.instance), w.endpoint(v.endpoint), w.name(v.name);
+        else if constexpr (std::is_same_v<T, Hello>) w.hello(v);
+        else if constexpr (std::is_same_v<T, SessionHello>) w.hello(v.hello), w.u8(static_cast<std::uint8_t>(v.kind)), w.u32(v.buffer_bytes);
         else if constexpr (std::is_same_v<T, Accept>) w.endpoint(v.endpoint), w.name(v.name);
         else w.u16(static_cast<std::uint16_t>(v.reason));
       },

@@ -5,7 +5,7 @@
 //
 //   offset 0  magic "RXPB"        4 bytes
 //          4  version (1)         u8
-//          5  type                u8   1 challenge, 2 hello, 3 accept, 4 reject
+//          5  type                u8   1 challenge, 2 hello, 3 accept, 4 reject, 5 session hello
 //          6  flags (0)           u16
 //          8  body length         u32 big endian, must equal the fixed size of the type
 //         12  body
@@ -14,6 +14,13 @@
 // Sequence: responder -> challenge{server nonce}; prober -> hello{client nonce, QP} (mac over the
 // server nonce); responder -> accept{QP} or reject{reason} (mac over the client nonce). A hello
 // replayed on another connection fails its mac because the server nonce differs.
+//
+// Type 5 (session hello, added in version 1 as a new type: an older responder finds no size for
+// it, answers nothing and closes) asks for one queue pair of an on-demand probe (/probe): a hello
+// plus the test kind and the size of the buffer the prober will write into. The responder
+// registers a buffer of that size for this connection only, answers accept or reject, and frees
+// both when the TCP connection closes. A responder without a shared secret refuses sessions
+// (reject no_secret): a bandwidth test competes with production traffic.
 #pragma once
 
 #include <array>
@@ -37,7 +44,10 @@ inline constexpr std::size_t kMaxBody = 256;  // largest fixed body, checked bef
 using Nonce = std::array<std::uint8_t, kNonceSize>;
 using Gid = std::array<std::uint8_t, 16>;
 
-enum class FrameType : std::uint8_t { kChallenge = 1, kHello = 2, kAccept = 3, kReject = 4 };
+enum class FrameType : std::uint8_t { kChallenge = 1, kHello = 2, kAccept = 3, kReject = 4, kSessionHello = 5 };
+
+// Largest buffer a session hello may ask for (a responder may allow less).
+inline constexpr std::uint32_t kMaxSessionBuffer = 64u << 20;
 
 // One side's queue pair, as the other side needs it to reach it and to RDMA WRITE into it.
 struct Endpoint {
@@ -64,19 +74,29 @@ struct Hello {
   std::string name;            // node name, at most kNameSize bytes
   bool operator==(const Hello&) const = default;
 };
+enum class SessionKind : std::uint8_t { kWriteBandwidth = 1, kWriteLatency = 2 };
+struct SessionHello {
+  Hello hello;          // endpoint.length unused, as in a hello
+  SessionKind kind = SessionKind::kWriteBandwidth;
+  std::uint32_t buffer_bytes = 0;  // 1..kMaxSessionBuffer: what the prober writes at most
+  bool operator==(const SessionHello&) const = default;
+};
 struct Accept {
   Endpoint endpoint;
   std::string name;
   bool operator==(const Accept&) const = default;
 };
-enum class RejectReason : std::uint16_t { kBusy = 1, kSelf = 2, kNoPort = 3, kQpSetup = 4, kBadRequest = 5 };
+enum class RejectReason : std::uint16_t {
+  kBusy = 1, kSelf = 2, kNoPort = 3, kQpSetup = 4, kBadRequest = 5,
+  kNoSecret = 6,  // a session hello to a responder without a shared secret
+};
 struct Reject {
   RejectReason reason = RejectReason::kBusy;
   bool operator==(const Reject&) const = default;
 };
 std::string_view reject_label(RejectReason r);  // "busy", "self", ...
 
-using Message = std::variant<Challenge, Hello, Accept, Reject>;
+using Message = std::variant<Challenge, Hello, Accept, Reject, SessionHello>;
 
 enum class DecodeStatus : std::uint8_t {
   kOk,

@@ -16,6 +16,7 @@
 #include "collectors/prober/config.h"
 #include "collectors/prober/engine.h"
 #include "collectors/prober/named_thread.h"
+#include "collectors/prober/probe_service.h"
 #include "collectors/prober/verbs_transport.h"
 #include "exporter/collector.h"
 #include "exporter/tls/openssl_api.h"
@@ -34,6 +35,7 @@ struct Settings {
   PeerSources sources;
   std::chrono::milliseconds dns_refresh{30000};
   std::size_t peers_limit = 4096;
+  std::map<std::string, ProbeModule> probe_modules;  // empty: no /probe
 };
 
 struct Published {
@@ -58,7 +60,11 @@ HistogramValue to_histogram(const std::vector<double>& bounds, const Histogram& 
 
 class ProberCollector final : public exporter::Collector {
  public:
-  explicit ProberCollector(Settings s) : s_(std::move(s)) {}
+  ProberCollector(Settings s, const std::string& sysfs_root)
+      : s_(std::move(s)),
+        probe_(s_.probe_modules,
+               SessionOptions{s_.transport.secret, s_.transport.node_name, s_.transport.device_regex, s_.transport.handshake_timeout},
+               s_.transport.listen.port, sysfs_root) {}
   ~ProberCollector() override { stop(); }
 
   void start() override {
@@ -99,7 +105,15 @@ class ProberCollector final : public exporter::Collector {
     transport_.reset();
   }
 
+  // /probe (docs/probe.md) when probe modules are configured; it runs whether or not the
+  // prober's own loop found a device (a request then fails with no_local_port).
+  std::vector<exporter::HttpPath> http_paths() override {
+    if (!probe_.enabled()) return {};
+    return {{"/probe", [this](std::string_view query) { return probe_.handle(query); }}};
+  }
+
   void collect(const exporter::ScrapeContext&, MetricSink& out) override {
+    if (probe_.enabled()) probe_.write_metrics(out);
     std::shared_ptr<const Published> p;
     {
       std::lock_guard lock(mu_);
@@ -253,6 +267,7 @@ class ProberCollector final : public exporter::Collector {
   }
 
   Settings s_;
+  ProbeService probe_;
   std::unique_ptr<VerbsTransport> transport_;
   std::unique_ptr<Engine> engine_;
   std::atomic<bool> running_{false};
@@ -347,6 +362,11 @@ Settings settings_from(const exporter::CollectorSettings& s) {
   out.sources.dns_port = static_cast<std::uint16_t>(dns_port);
   out.sources.dns_group = s.string("dns-group");
   out.dns_refresh = duration(s, "dns-refresh");
+  out.probe_modules = parse_probe_modules(s.yaml("probe-modules"), s.origin("probe-modules"));
+  if (!out.probe_modules.empty() && t.secret.empty())
+    throw ConfigError(s.origin("probe-modules") +
+                      ": collectors.prober.probe_modules need collectors.prober.secret_file (responders refuse probe "
+                      "sessions without a shared secret)");
   return out;
 }
 
@@ -387,14 +407,17 @@ RDMA_REGISTER_COLLECTOR({
             {"responder-max-qps", exporter::OptionType::kInt, "1024", "Most queue pairs the responder accepts (then: busy)."},
             {"peers-limit", exporter::OptionType::kInt, "4096", "Most peers taken from the static list and DNS."},
             {"node-name", exporter::OptionType::kString, "", "Name sent in handshakes (default: host name)."},
+            {"probe-modules", exporter::OptionType::kYaml, "",
+             "YAML map of on-demand probe modules for /probe (docs/probe.md): name -> kind (write_bw or write_lat), size, "
+             "qps, iterations or duration, tx_depth, timeout. None: /probe is off."},
         },
-    .create = [](const exporter::CollectorSettings& s, const exporter::GlobalContext&) -> std::unique_ptr<exporter::Collector> {
+    .create = [](const exporter::CollectorSettings& s, const exporter::GlobalContext& g) -> std::unique_ptr<exporter::Collector> {
       try {
         tls::openssl();  // handshakes need it on the prober's threads: fail at start, not there
       } catch (const std::runtime_error& e) {
         throw ConfigError(std::string("collectors.prober: ") + e.what());
       }
-      return std::make_unique<ProberCollector>(settings_from(s));
+      return std::make_unique<ProberCollector>(settings_from(s), g.sysfs_root);
     },
 });
 

@@ -21,6 +21,7 @@
 
 #include "collectors/prober/handshake.h"
 #include "collectors/prober/named_thread.h"
+#include "collectors/prober/verbs_util.h"
 
 namespace rdma::collectors::prober {
 
@@ -31,86 +32,7 @@ double thread_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-std::string wc_reason(ibv_wc_status s) {
-  switch (s) {
-    case IBV_WC_RETRY_EXC_ERR: return "completion_retry_exceeded";
-    case IBV_WC_RNR_RETRY_EXC_ERR: return "completion_rnr_retry_exceeded";
-    case IBV_WC_REM_ACCESS_ERR: return "completion_remote_access";
-    case IBV_WC_REM_INV_REQ_ERR: return "completion_remote_invalid_request";
-    case IBV_WC_REM_OP_ERR: return "completion_remote_operation";
-    case IBV_WC_LOC_PROT_ERR: return "completion_local_protection";
-    case IBV_WC_LOC_QP_OP_ERR: return "completion_local_qp_operation";
-    case IBV_WC_WR_FLUSH_ERR: return "completion_flushed";
-    default: return "completion_other";
-  }
-}
 
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f = -1) : fd(f) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-  int release() { return std::exchange(fd, -1); }
-};
-
-using Deadline = std::chrono::steady_clock::time_point;
-int ms_left(Deadline d) {
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d - std::chrono::steady_clock::now()).count();
-  return ms < 0 ? 0 : static_cast<int>(ms);
-}
-
-bool io_all(int fd, std::uint8_t* p, std::size_t n, Deadline d, bool write) {
-  while (n > 0) {
-    pollfd pfd{fd, static_cast<short>(write ? POLLOUT : POLLIN), 0};
-    int r = ::poll(&pfd, 1, ms_left(d));
-    if (r <= 0) return false;
-    ssize_t k = write ? ::send(fd, p, n, MSG_NOSIGNAL) : ::recv(fd, p, n, 0);
-    if (k < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (k <= 0) return false;
-    p += k;
-    n -= static_cast<std::size_t>(k);
-  }
-  return true;
-}
-
-// Reads one frame: header, then exactly the announced size. Never allocates more than a frame.
-std::optional<std::vector<std::uint8_t>> read_frame(int fd, Deadline d, std::string& why) {
-  std::vector<std::uint8_t> b(kHeaderSize);
-  if (!io_all(fd, b.data(), b.size(), d, false)) return why = "handshake_io", std::nullopt;
-  auto size = frame_size(b);
-  if (!size) return why = "handshake_bad_header", std::nullopt;
-  b.resize(*size);
-  if (!io_all(fd, b.data() + kHeaderSize, *size - kHeaderSize, d, false)) return why = "handshake_io", std::nullopt;
-  return b;
-}
-
-bool send_frame(int fd, const std::vector<std::uint8_t>& f, Deadline d) {
-  auto copy = f;
-  return io_all(fd, copy.data(), copy.size(), d, true);
-}
-
-bool v4_mapped(const std::uint8_t* g) {
-  static const std::uint8_t p[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  return std::memcmp(g, p, 12) == 0;
-}
-
-// The TCP address as a GID (IPv4-mapped for IPv4).
-std::optional<Gid> address_gid(const sockaddr_storage& ss) {
-  Gid g{};
-  if (ss.ss_family == AF_INET) {
-    g[10] = g[11] = 0xff;
-    std::memcpy(g.data() + 12, &reinterpret_cast<const sockaddr_in&>(ss).sin_addr, 4);
-    return g;
-  }
-  if (ss.ss_family == AF_INET6) {
-    std::memcpy(g.data(), &reinterpret_cast<const sockaddr_in6&>(ss).sin6_addr, 16);
-    return g;
-  }
-  return std::nullopt;
-}
 }  // namespace
 
 struct VerbsTransport::Device {
@@ -125,13 +47,7 @@ struct VerbsTransport::Device {
   std::vector<std::uint8_t> src, dst;
   ibv_mr* src_mr = nullptr;
   ibv_mr* dst_mr = nullptr;
-  struct Port {
-    std::uint32_t num;
-    bool ib;
-    std::uint16_t lid;
-    std::uint8_t mtu;
-    int gid_len;
-  };
+  using Port = VerbsPort;
   std::vector<Port> ports;
   // Loop thread only. outstanding: probes posted on live connections and not yet polled;
   // armed: ibv_req_notify_cq done and its event not yet read. The CQ is armed only before a
@@ -168,99 +84,6 @@ struct VerbsTransport::Conn {
     if (fd >= 0) ::close(fd);
   }
 };
-
-namespace {
-ibv_qp* create_qp(VerbsTransport::Device& d, ibv_cq* cq) {
-  ibv_qp_init_attr ia{};
-  ia.send_cq = cq;
-  ia.recv_cq = cq;
-  ia.qp_type = IBV_QPT_RC;
-  ia.cap.max_send_wr = 16;
-  ia.cap.max_recv_wr = 1;
-  ia.cap.max_send_sge = 1;
-  ia.cap.max_recv_sge = 1;
-  ia.sq_sig_all = 0;
-  return ibv_create_qp(d.pd, &ia);
-}
-
-// INIT -> RTR -> RTS towards `remote`. Returns an error label or "".
-std::string connect_qp(ibv_qp* qp, const VerbsTransport::Device::Port& port, int sgid, std::uint32_t my_psn,
-                       const Endpoint& remote) {
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.port_num = static_cast<std::uint8_t>(port.num);
-  a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-  if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) return "qp_init";
-  a = {};
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = static_cast<ibv_mtu>(std::min(port.mtu, remote.mtu));
-  a.dest_qp_num = remote.qpn;
-  a.rq_psn = remote.psn;
-  a.max_dest_rd_atomic = 1;
-  a.min_rnr_timer = 12;
-  a.ah_attr.port_num = static_cast<std::uint8_t>(port.num);
-  a.ah_attr.dlid = remote.lid;
-  if (remote.is_global || !port.ib) {
-    a.ah_attr.is_global = 1;
-    std::memcpy(a.ah_attr.grh.dgid.raw, remote.gid.data(), 16);
-    a.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(sgid);
-    a.ah_attr.grh.hop_limit = 64;
-  }
-  if (ibv_modify_qp(qp, &a,
-                    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-                        IBV_QP_MIN_RNR_TIMER))
-    return "qp_rtr";
-  a = {};
-  a.qp_state = IBV_QPS_RTS;
-  a.timeout = 14;  // 4.096 µs * 2^14 = 67 ms per try; 7 retries: an error completion after ~0.5 s
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;
-  a.sq_psn = my_psn;
-  a.max_rd_atomic = 1;
-  if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                                IBV_QP_MAX_QP_RD_ATOMIC))
-    return "qp_rts";
-  return "";
-}
-
-// GID to use on a port: the configured index, else (RoCE) the RoCE v2 GID of the wanted family,
-// or the one equal to `want` when given. -1 = none.
-int choose_gid(ibv_context* ctx, const VerbsTransport::Device::Port& port, int configured, bool v4,
-               const std::optional<Gid>& want, Gid& out) {
-  auto read = [&](int i, ibv_gid_entry& e) { return ibv_query_gid_ex(ctx, port.num, static_cast<std::uint32_t>(i), &e, 0) == 0; };
-  ibv_gid_entry e{};
-  if (configured >= 0) {
-    if (!read(configured, e)) return -1;
-    std::memcpy(out.data(), e.gid.raw, 16);
-    return configured;
-  }
-  if (port.ib) {
-    if (!read(0, e)) return -1;
-    std::memcpy(out.data(), e.gid.raw, 16);
-    return 0;
-  }
-  int fallback = -1;
-  for (int i = 0; i < std::min(port.gid_len, 256); ++i) {
-    if (!read(i, e) || e.gid_type != IBV_GID_TYPE_ROCE_V2) continue;
-    if (want && std::memcmp(e.gid.raw, want->data(), 16) == 0) {
-      std::memcpy(out.data(), e.gid.raw, 16);
-      return i;
-    }
-    const bool is_v4 = v4_mapped(e.gid.raw);
-    const bool link_local = e.gid.raw[0] == 0xfe && (e.gid.raw[1] & 0xc0) == 0x80;
-    if (fallback < 0 && is_v4 == v4 && !link_local) {
-      std::memcpy(out.data(), e.gid.raw, 16);
-      fallback = i;
-    }
-  }
-  return want ? -1 : fallback;
-}
-
-std::uint32_t random_psn() {
-  static thread_local std::mt19937 rng{std::random_device{}()};
-  return rng() & 0xffffff;
-}
-}  // namespace
 
 VerbsTransport::VerbsTransport(const TransportOptions& opts) : opts_(opts) {
   std::random_device rd;
@@ -323,13 +146,7 @@ std::unique_ptr<VerbsTransport> VerbsTransport::open(const TransportOptions& opt
       problems.push_back(name + ": cannot create CQs or register memory");
       continue;
     }
-    for (std::uint32_t p = 1; p <= ax.orig_attr.phys_port_cnt; ++p) {
-      ibv_port_attr pa{};
-      if (ibv_query_port(d->ctx, static_cast<std::uint8_t>(p), &pa)) continue;
-      if (pa.link_layer != IBV_LINK_LAYER_INFINIBAND && pa.link_layer != IBV_LINK_LAYER_ETHERNET) continue;
-      d->ports.push_back({p, pa.link_layer == IBV_LINK_LAYER_INFINIBAND, pa.lid, static_cast<std::uint8_t>(pa.active_mtu),
-                          pa.gid_tbl_len});
-    }
+    d->ports = query_ports(d->ctx, ax.orig_attr.phys_port_cnt);
     if (!d->ports.empty()) t->devices_.push_back(std::move(d));
   }
   ibv_free_device_list(list);
@@ -573,14 +390,7 @@ std::optional<TimePoint> VerbsTransport::post_locked(std::uint64_t link, std::ui
   Device& d = *c.dev;
   ibv_sge sge{reinterpret_cast<std::uintptr_t>(d.src.data()), static_cast<std::uint32_t>(std::min<std::size_t>(d.src.size(), c.remote.length)),
               d.src_mr->lkey};
-  ibv_send_wr wr{}, *bad = nullptr;
-  wr.wr_id = probe;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_WRITE;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.wr.rdma.remote_addr = c.remote.addr;
-  wr.wr.rdma.rkey = c.remote.rkey;
+  ibv_send_wr wr = signaled_write(sge, c.remote, probe), *bad = nullptr;
   if (d.cqx) {
     ibv_values_ex v{};
     v.comp_mask = IBV_VALUES_MASK_RAW_CLOCK;
@@ -670,35 +480,10 @@ void VerbsTransport::do_connect(const ConnectRequest& r, std::uint64_t attempt) 
   if (!port) return fail("no_local_port");
   const Deadline deadline = std::chrono::steady_clock::now() + opts_.handshake_timeout;
 
-  sockaddr_storage ss{};
-  socklen_t len = 0;
-  bool v4 = r.peer.address.find(':') == std::string::npos;
-  if (v4) {
-    auto& s4 = reinterpret_cast<sockaddr_in&>(ss);
-    s4.sin_family = AF_INET;
-    s4.sin_port = htons(r.peer.tcp_port);
-    if (inet_pton(AF_INET, r.peer.address.c_str(), &s4.sin_addr) != 1) return fail("bad_address");
-    len = sizeof s4;
-  } else {
-    auto& s6 = reinterpret_cast<sockaddr_in6&>(ss);
-    s6.sin6_family = AF_INET6;
-    s6.sin6_port = htons(r.peer.tcp_port);
-    if (inet_pton(AF_INET6, r.peer.address.c_str(), &s6.sin6_addr) != 1) return fail("bad_address");
-    len = sizeof s6;
-  }
-  Fd s(socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (s.fd < 0) return fail("connect");
-  int one = 1;
-  setsockopt(s.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  if (::connect(s.fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
-    if (errno != EINPROGRESS) return fail("connect");
-    pollfd pfd{s.fd, POLLOUT, 0};
-    int err = 0;
-    socklen_t el = sizeof err;
-    if (::poll(&pfd, 1, ms_left(deadline)) <= 0 || getsockopt(s.fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err != 0)
-      return fail("connect");
-  }
+  const bool v4 = r.peer.address.find(':') == std::string::npos;
   std::string why;
+  Fd s = tcp_connect(r.peer.address, r.peer.tcp_port, deadline, why);
+  if (s.fd < 0) return fail(why);
   auto challenge_bytes = read_frame(s.fd, deadline, why);
   if (!challenge_bytes) return fail(why);
   auto ch = decode_frame(*challenge_bytes, opts_.secret, {});
@@ -709,7 +494,7 @@ void VerbsTransport::do_connect(const ConnectRequest& r, std::uint64_t attempt) 
   auto conn = std::make_unique<Conn>();
   conn->link = r.link;
   conn->dev = d;
-  conn->qp = create_qp(*d, d->cq);
+  conn->qp = create_qp(d->pd, d->cq);
   if (!conn->qp) return fail("qp_create");
   Hello h;
   h.nonce = random_nonce();
@@ -777,14 +562,75 @@ int pick_responder_port(const std::vector<std::unique_ptr<Device>>& devices_, in
 struct VerbsTransport::Served {
   int fd = -1;
   ibv_qp* qp = nullptr;
+  // A probe session's own buffer (session hello); probes of the prober write into the device's.
+  std::vector<std::uint8_t> buf;
+  ibv_mr* mr = nullptr;
   ~Served() {
     if (qp) ibv_destroy_qp(qp);
+    if (mr) ibv_dereg_mr(mr);
     if (fd >= 0) ::close(fd);
   }
 };
 
+// One handshake on an accepted connection. On "ok", s holds the connected QP (and a session's
+// buffer); otherwise the result says why not.
+std::string VerbsTransport::serve(Served& s, std::size_t served, std::size_t session_bytes) {
+  const int fd = s.fd;
+  std::string result;
+  const Deadline deadline = std::chrono::steady_clock::now() + opts_.handshake_timeout;
+  const Nonce nonce = random_nonce();
+  auto reject = [&](RejectReason why, const Nonce& cn) {
+    send_frame(fd, encode_frame(Reject{why}, opts_.secret, cn), deadline);
+    return std::string(reject_label(why));
+  };
+  if (!send_frame(fd, encode_frame(Challenge{nonce}, opts_.secret, {}), deadline)) return "io";
+  auto bytes = read_frame(fd, deadline, result);
+  if (!bytes) return result == "handshake_io" ? "io" : "bad_header";
+  auto dec = decode_frame(*bytes, opts_.secret, nonce);
+  if (dec.status != DecodeStatus::kOk) return std::string(decode_status_label(dec.status));
+  const Hello* h = std::get_if<Hello>(&*dec.message);
+  const SessionHello* session = std::get_if<SessionHello>(&*dec.message);
+  if (session) h = &session->hello;
+  if (!h) return "bad_type";
+  if (h->instance == instance_) return reject(RejectReason::kSelf, h->nonce);
+  if (served >= opts_.responder_max_qps) return reject(RejectReason::kBusy, h->nonce);
+  // Sessions: only with a shared secret, and within the responder's memory bound.
+  if (session && opts_.secret.empty()) return reject(RejectReason::kNoSecret, h->nonce);
+  if (session && session_bytes + session->buffer_bytes > opts_.session_max_bytes) return reject(RejectReason::kBusy, h->nonce);
+  Device* dev = nullptr;
+  const Device::Port* port = nullptr;
+  Gid gid{};
+  int sgid = pick_responder_port(devices_, fd, *h, dev, port, gid);
+  if (!dev) return reject(RejectReason::kNoPort, h->nonce);
+  std::uint64_t addr = reinterpret_cast<std::uintptr_t>(dev->dst.data());
+  std::uint32_t rkey = dev->dst_mr->rkey, length = static_cast<std::uint32_t>(dev->dst.size());
+  if (session) {
+    s.buf.assign(session->buffer_bytes, 0);
+    s.mr = ibv_reg_mr(dev->pd, s.buf.data(), s.buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    if (!s.mr) return reject(RejectReason::kQpSetup, h->nonce);
+    addr = reinterpret_cast<std::uintptr_t>(s.buf.data()), rkey = s.mr->rkey, length = session->buffer_bytes;
+  }
+  if (!(s.qp = create_qp(dev->pd, dev->idle_cq))) return reject(RejectReason::kQpSetup, h->nonce);
+  Accept a;
+  a.name = opts_.node_name.substr(0, kNameSize);
+  a.endpoint.qpn = s.qp->qp_num;
+  a.endpoint.psn = random_psn();
+  a.endpoint.gid = gid;
+  a.endpoint.lid = port->lid;
+  a.endpoint.mtu = port->mtu;
+  a.endpoint.is_global = port->ib ? 0 : 1;
+  a.endpoint.addr = addr;
+  a.endpoint.rkey = rkey;
+  a.endpoint.length = length;
+  if (auto err = connect_qp(s.qp, *port, sgid, a.endpoint.psn, h->endpoint); !err.empty())
+    return reject(RejectReason::kQpSetup, h->nonce);
+  if (!send_frame(fd, encode_frame(a, opts_.secret, h->nonce), deadline)) return "io";
+  return session ? "ok_session" : "ok";
+}
+
 void VerbsTransport::responder_main() {
   std::vector<std::unique_ptr<Served>> served;
+  std::size_t session_bytes = 0;  // buffers of the sessions served now
   for (;;) {
     std::vector<pollfd> pfds{{stop_fd_, POLLIN, 0}, {listen_fd_, POLLIN, 0}};
     for (const auto& s : served) pfds.push_back({s->fd, POLLIN, 0});
@@ -797,6 +643,7 @@ void VerbsTransport::responder_main() {
       std::uint8_t buf[64];
       ssize_t k = ::recv(served[i]->fd, buf, sizeof buf, MSG_DONTWAIT);
       if (k < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+      session_bytes -= served[i]->buf.size();
       served.erase(served.begin() + static_cast<std::ptrdiff_t>(i));
       --responder_qps_;
     }
@@ -805,65 +652,13 @@ void VerbsTransport::responder_main() {
       if (fd >= 0) {
         auto s = std::make_unique<Served>();
         s->fd = fd;
-        std::string result;
-        {
-          // serve() fills qp on success; on failure s is dropped (fd closed).
-          const bool full = served.size() >= opts_.responder_max_qps;
-          Deadline deadline = std::chrono::steady_clock::now() + opts_.handshake_timeout;
-          Nonce nonce = random_nonce();
-          auto reject = [&](RejectReason why, const Nonce& cn) {
-            send_frame(fd, encode_frame(Reject{why}, opts_.secret, cn), deadline);
-            result = std::string(reject_label(why));
-          };
-          if (!send_frame(fd, encode_frame(Challenge{nonce}, opts_.secret, {}), deadline)) {
-            result = "io";
-          } else if (auto bytes = read_frame(fd, deadline, result); !bytes) {
-            if (result == "handshake_io") result = "io";
-            else result = "bad_header";
-          } else if (auto dec = decode_frame(*bytes, opts_.secret, nonce); dec.status != DecodeStatus::kOk) {
-            result = std::string(decode_status_label(dec.status));
-          } else if (auto* h = std::get_if<Hello>(&*dec.message); !h) {
-            result = "bad_type";
-          } else if (h->instance == instance_) {
-            reject(RejectReason::kSelf, h->nonce);
-          } else if (full) {
-            reject(RejectReason::kBusy, h->nonce);
-          } else {
-            Device* dev = nullptr;
-            const Device::Port* port = nullptr;
-            Gid gid{};
-            int sgid = pick_responder_port(devices_, fd, *h, dev, port, gid);
-            if (!dev) {
-              reject(RejectReason::kNoPort, h->nonce);
-            } else if (!(s->qp = create_qp(*dev, dev->idle_cq))) {
-              reject(RejectReason::kQpSetup, h->nonce);
-            } else {
-              Accept a;
-              a.name = opts_.node_name.substr(0, kNameSize);
-              a.endpoint.qpn = s->qp->qp_num;
-              a.endpoint.psn = random_psn();
-              a.endpoint.gid = gid;
-              a.endpoint.lid = port->lid;
-              a.endpoint.mtu = port->mtu;
-              a.endpoint.is_global = port->ib ? 0 : 1;
-              a.endpoint.addr = reinterpret_cast<std::uintptr_t>(dev->dst.data());
-              a.endpoint.rkey = dev->dst_mr->rkey;
-              a.endpoint.length = static_cast<std::uint32_t>(dev->dst.size());
-              if (auto err = connect_qp(s->qp, *port, sgid, a.endpoint.psn, h->endpoint); !err.empty()) {
-                reject(RejectReason::kQpSetup, h->nonce);
-              } else if (!send_frame(fd, encode_frame(a, opts_.secret, h->nonce), deadline)) {
-                result = "io";
-              } else {
-                result = "ok";
-              }
-            }
-          }
-        }
+        const std::string result = serve(*s, served.size(), session_bytes);
         {
           std::lock_guard lock(mu_);
           ++handshakes_[result];
         }
-        if (result == "ok") {
+        if (result == "ok" || result == "ok_session") {
+          session_bytes += s->buf.size();
           served.push_back(std::move(s));
           ++responder_qps_;
         } else {

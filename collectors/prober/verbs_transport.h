@@ -31,6 +31,9 @@ struct TransportOptions {
   std::string secret;
   HostPort listen;
   std::size_t responder_max_qps = 1024;
+  // Memory the responder registers for on-demand probe sessions at once (session hellos beyond
+  // it are rejected busy); each session QP asks for at most kMaxSessionBuffer.
+  std::size_t session_max_bytes = 256u << 20;
   std::string node_name;
   std::chrono::milliseconds handshake_timeout{3000};
   // After posting, wait() polls the CQ for up to this long before it arms the completion channel
@@ -39,7 +42,7 @@ struct TransportOptions {
 };
 
 struct TransportCounters {
-  std::map<std::string, std::uint64_t> responder_handshakes;  // by result: ok, bad_mac, busy, ...
+  std::map<std::string, std::uint64_t> responder_handshakes;  // by result: ok, ok_session, bad_mac, busy, ...
   std::uint64_t responder_qps = 0, prober_qps = 0;
   double loop_cpu = 0, connector_cpu = 0, responder_cpu = 0;  // seconds
   std::uint64_t wakeups = 0;      // epoll_wait returns
@@ -83,6 +86,7 @@ class VerbsTransport final : public Transport {
   explicit VerbsTransport(const TransportOptions& opts);
   void connector_main();
   void responder_main();
+  std::string serve(Served& s, std::size_t served, std::size_t session_bytes);
   void do_connect(const ConnectRequest& r, std::uint64_t attempt);
   void push_event(TransportEvent e);
   std::size_t poll_cq(Device& d, std::vector<TransportEvent>& out);

@@ -13,6 +13,7 @@
 #include <future>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -236,4 +237,45 @@ TEST_CASE("http: the server stops promptly with an idle keep-alive connection op
   int err = errno;
   CHECK((n == 0 || (n < 0 && err != EAGAIN && err != EWOULDBLOCK)));
   ::close(fd);
+}
+
+TEST_CASE("http: a collector's extra path gets the raw query and is admitted like a scrape", "[http]") {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool inside = false, release = false;
+  HttpHandlers h = simple();
+  h.metrics_text = [&](auto) {
+    std::unique_lock lock(mu);
+    inside = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+    return std::make_shared<const std::string>("up 1\n");
+  };
+  h.extra_path = [](std::string_view path, std::string_view query) -> std::optional<HttpResponse> {
+    if (path != "/probe") return std::nullopt;
+    if (query == "throw") throw std::runtime_error("boom");
+    return HttpResponse{200, "text/plain; version=0.0.4", "query=" + std::string(query) + "\n"};
+  };
+  HttpServer s(local(1), h);
+  auto r = get(s.port(), "/probe?module=write_bw&target=node%2D2");
+  CHECK(status(r) == 200);
+  CHECK(r.find("query=module=write_bw&target=node%2D2\n") != std::string::npos);
+  CHECK(r.find("Content-Type: text/plain; version=0.0.4") != std::string::npos);
+  CHECK(status(get(s.port(), "/probe?throw")) == 500);
+  CHECK(status(get(s.port(), "/probe/x")) == 404);
+  CHECK(s.stats().not_found.load() == 1);
+  // the one admission slot is held by a scrape: the extra path is refused like a second scrape
+  auto a = std::async(std::launch::async, [&] { return status(get(s.port(), "/metrics")); });
+  {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return inside; });
+  }
+  CHECK(status(get(s.port(), "/probe?module=a&target=b")) == 503);
+  {
+    std::lock_guard lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  CHECK(a.get() == 200);
+  CHECK(status(get(s.port(), "/probe?module=a&target=b")) == 200);  // the slot was given back
 }

@@ -33,7 +33,9 @@ const Nonce kServer = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 
 TEST_CASE("every message round-trips through encode and decode") {
   Accept a{endpoint(), "node-b"};
-  for (const Message& m : {Message{Challenge{kServer}}, Message{hello()}, Message{a}, Message{Reject{RejectReason::kSelf}}}) {
+  SessionHello sh{hello(), SessionKind::kWriteLatency, 65536};
+  for (const Message& m : {Message{Challenge{kServer}}, Message{hello()}, Message{a}, Message{Reject{RejectReason::kSelf}},
+                           Message{sh}, Message{Reject{RejectReason::kNoSecret}}}) {
     auto bytes = encode_frame(m, "s3cret", kServer);
     REQUIRE(frame_size(std::span(bytes).first(kHeaderSize)) == bytes.size());
     auto d = decode_frame(bytes, "s3cret", kServer);
@@ -112,6 +114,26 @@ TEST_CASE("authentic frames with bad fields are rejected") {
   auto d = decode_frame(encode_frame(h, "k", kServer), "k", kServer);
   REQUIRE(d.status == DecodeStatus::kOk);
   CHECK(std::get<Hello>(*d.message).name == std::string(kNameSize, 'x'));
+}
+
+TEST_CASE("session hellos: kind and buffer size are checked, the body size is their own") {
+  auto status = [](const SessionHello& sh) { return decode_frame(encode_frame(sh, "k", kServer), "k", kServer).status; };
+  CHECK(status({hello(), SessionKind::kWriteBandwidth, kMaxSessionBuffer}) == DecodeStatus::kOk);
+  CHECK(status({hello(), SessionKind::kWriteBandwidth, 0}) == DecodeStatus::kBadField);
+  CHECK(status({hello(), SessionKind::kWriteBandwidth, kMaxSessionBuffer + 1}) == DecodeStatus::kBadField);
+  CHECK(status({hello(), static_cast<SessionKind>(3), 64}) == DecodeStatus::kBadField);
+  Hello bad = hello();
+  bad.endpoint.qpn = 1;
+  CHECK(status({bad, SessionKind::kWriteLatency, 64}) == DecodeStatus::kBadField);
+  // a hello relabelled as a session hello (or back) has the other type's length
+  auto b = encode_frame(hello(), "k", kServer);
+  b[5] = static_cast<std::uint8_t>(FrameType::kSessionHello);
+  CHECK(decode_frame(b, "k", kServer).status == DecodeStatus::kBadLength);
+  b = encode_frame(SessionHello{hello(), SessionKind::kWriteBandwidth, 64}, "k", kServer);
+  CHECK(frame_size(std::span(b).first(kHeaderSize)) == b.size());
+  b[5] = static_cast<std::uint8_t>(FrameType::kHello);
+  CHECK(decode_frame(b, "k", kServer).status == DecodeStatus::kBadLength);
+  CHECK(reject_label(RejectReason::kNoSecret) == "no_secret");
 }
 
 TEST_CASE("random garbage never decodes and never crashes") {

@@ -1,0 +1,172 @@
+#!/bin/bash
+# vm test: /probe (docs/probe.md). Exporter A (rxe0, 10.77.0.1) has probe modules; B (rxe1,
+# 10.77.0.2:9662) is a responder with the same secret, C (rxe1, 10.77.0.2:9663) one with another.
+#   1. write_bw rxe0 -> rxe1 against ib_write_bw with the same message size, QP count, writes per
+#      QP and tx depth, and write_lat's median RTT against 2 x ib_write_lat's t_typical (half a
+#      round trip), measured in this guest run: ROUNDS runs of each, interleaved. rxe in a TCG
+#      guest loses packets now and then, and each loss costs either tool a retransmission timeout
+#      (67 ms), and the other processes of the guest (two vCPUs) delay either now and then: that
+#      only ever makes a run slower, so the best run of each tool is compared (the least
+#      disturbed): the highest bandwidth, and the lowest median RTT against the lowest
+#      2 x t_typical;
+#   2. errors answer probe_success 0 at once with their reason: unknown module, a target without
+#      a responder, a responder with another secret, a second probe on a busy port; /metrics
+#      answers while a probe runs, and rdma_probe_requests_total counts every request.
+# Environment: VM_PROBE_BW_ITERS (writes per QP, default 500), VM_PROBE_ROUNDS (default 3),
+# VM_PROBE_BW_TOLERANCE (default 0.15), VM_PROBE_LAT_TOLERANCE (default 0.20). Runs inside the test
+# guest; see tests/vm/README.md.
+source "$(dirname "$0")/common.sh"
+
+BW_ITERS=${VM_PROBE_BW_ITERS:-500}
+BW_SIZE=65536
+BW_QPS=2
+BW_DEPTH=16  # deeper queues make rxe 6.1 fail writes (ib_write_bw too: remote invalid request)
+ROUNDS=${VM_PROBE_ROUNDS:-3}
+LAT_ITERS=1000
+LAT_SIZE=2
+BW_TOL=${VM_PROBE_BW_TOLERANCE:-0.15}
+LAT_TOL=${VM_PROBE_LAT_TOLERANCE:-0.20}
+PORT_A=$VM_TEST_PORT PORT_B=$((VM_TEST_PORT + 1)) PORT_C=$((VM_TEST_PORT + 2))
+PIDS=()
+stop_all() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; }
+trap stop_all EXIT
+
+echo right >"$WORK/secret"
+echo wrong >"$WORK/other-secret"
+cat >"$WORK/a.yml" <<YAML
+collectors:
+  prober:
+    listen_address: "10.77.0.1:9662"
+    secret_file: $WORK/secret
+    probe_modules:
+      write_bw: {kind: write_bw, size: $BW_SIZE, qps: $BW_QPS, iterations: $BW_ITERS, tx_depth: $BW_DEPTH, timeout: 60s}
+      write_lat: {kind: write_lat, size: $LAT_SIZE, iterations: $LAT_ITERS, timeout: 30s}
+      write_bw_long: {kind: write_bw, size: $BW_SIZE, qps: 1, duration: 10s, tx_depth: $BW_DEPTH}
+YAML
+responder() {  # PORT LISTEN SECRET
+  printf 'collectors:\n  prober:\n    listen_address: "%s"\n    secret_file: %s\n' "$2" "$3" >"$WORK/r$1.yml"
+  "$EXPORTER" --web.listen-address=127.0.0.1:$1 --config.file="$WORK/r$1.yml" --collector.prober --collector.prober.device='^rxe1$' \
+    --path.sysfs=/sys --log.level=debug >>"$WORK/exporter_$1.log" 2>&1 &
+  PIDS+=($!)
+}
+"$EXPORTER" --web.listen-address=127.0.0.1:$PORT_A --config.file="$WORK/a.yml" --collector.prober --collector.prober.device='^rxe0$' \
+  --path.sysfs=/sys --log.level=debug >>"$WORK/exporter.log" 2>&1 &
+PIDS+=($!)
+responder $PORT_B 10.77.0.2:9662 "$WORK/secret"
+responder $PORT_C 10.77.0.2:9663 "$WORK/other-secret"
+for port in $PORT_A $PORT_B $PORT_C; do
+  for i in $(seq 100); do
+    curl -sf -o "$WORK/m" "http://127.0.0.1:$port/metrics" && v=$(value "$WORK/m" rdma_prober_active 2>/dev/null) && num_eq "$v" 1 && break
+    sleep 0.1
+  done
+  num_eq "$v" 1 || fatal "exporter on :$port: prober not active"
+done
+
+# probe NAME QUERY: GET /probe into $WORK/NAME, bounded; prints how long it took
+probe() {
+  local t0=$EPOCHREALTIME
+  curl -sf --max-time 70 -o "$WORK/$1" "http://127.0.0.1:$PORT_A/probe?$2" || echo "  (curl failed for $2)" >&2
+  awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }'
+}
+# within A B TOL: |A - B| <= TOL * B
+within() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b > 0 && d <= t * b) }'; }
+
+# perftest PROGRAM OUTFILE ARGS...: server on rxe1, client on rxe0 (retried until the server listens)
+perftest() {
+  local prog=$1 out=$2 server rc=1; shift 2
+  timeout 60 $prog -d rxe1 -x 1 -F "$@" >"$out.server" 2>&1 &
+  server=$!
+  for _ in $(seq 30); do
+    if timeout 60 $prog -d rxe0 -x 1 -F "$@" 10.77.0.2 >"$out" 2>&1; then rc=0; break; fi
+    kill -0 $server 2>/dev/null || break
+    sleep 0.2
+  done
+  wait $server
+  return $rc
+}
+
+# median of the numbers on stdin
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+section "write_bw vs ib_write_bw: $BW_SIZE B writes, $BW_QPS QPs, $BW_ITERS writes per QP, tx depth $BW_DEPTH, $ROUNDS rounds"
+: >"$WORK/ib_bws"; : >"$WORK/our_bws"
+for r in $(seq "$ROUNDS"); do
+  perftest ib_write_bw "$WORK/ib_bw" -s $BW_SIZE -q $BW_QPS -n $BW_ITERS -t $BW_DEPTH || { cat "$WORK/ib_bw"; fatal "ib_write_bw failed"; }
+  # columns: #bytes #iterations BW peak[MB/sec] BW average[MB/sec] MsgRate[Mpps]; MB = 2^20 bytes
+  ib=$(awk -v s=$BW_SIZE '$1 == s && NF >= 5 { printf "%.0f", $4 * 1048576 }' "$WORK/ib_bw")
+  took=$(probe bw "module=write_bw&target=10.77.0.2")
+  get "$WORK/bw" probe_success && num_eq "$REPLY" 1 && ok "round $r: write_bw probe_success 1" || bad "round $r: write_bw failed: $(grep failure_info "$WORK/bw")"
+  ours=$(value "$WORK/bw" rdma_probe_bandwidth_bytes_per_second)
+  echo "  round $r: ib_write_bw $ib B/s, write_bw $ours B/s (peak $(value "$WORK/bw" rdma_probe_peak_bandwidth_bytes_per_second) B/s, probe took $took s)"
+  echo "$ib" >>"$WORK/ib_bws"; echo "$ours" >>"$WORK/our_bws"
+done
+IB_BW=$(sort -g "$WORK/ib_bws" | tail -n1) OUR_BW=$(sort -g "$WORK/our_bws" | tail -n1)
+echo "  best of $ROUNDS: ib_write_bw $IB_BW B/s, write_bw $OUR_BW B/s; medians $(median <"$WORK/ib_bws") / $(median <"$WORK/our_bws") B/s"
+if within "$OUR_BW" "$IB_BW" "$BW_TOL"; then ok "write_bw within $BW_TOL of ib_write_bw (best runs)"; else bad "write_bw $OUR_BW B/s vs ib_write_bw $IB_BW B/s (best runs)"; fi
+expect_value "$WORK/bw" $((BW_QPS * BW_ITERS)) rdma_probe_writes
+expect_value "$WORK/bw" $((BW_QPS * BW_ITERS * BW_SIZE)) rdma_probe_written_bytes
+expect_value "$WORK/bw" 1 rdma_probe_info module=write_bw kind=write_bw device=rxe0 port=1
+sent=$(value "$WORK/bw" rdma_probe_port_increase source=hw_counters counter=sent_pkts)
+if num_ge "$sent" $((BW_QPS * BW_ITERS)); then ok "local sent_pkts moved by $sent during the probe"; else bad "sent_pkts delta '$sent'"; fi
+grep '^rdma_probe_port_increase' "$WORK/bw" | sed 's/^/    /'
+
+section "write_lat vs ib_write_lat: $LAT_SIZE B writes, $LAT_ITERS iterations, $ROUNDS rounds"
+: >"$WORK/ib_rtts"; : >"$WORK/our_rtts"
+for r in $(seq "$ROUNDS"); do
+  perftest ib_write_lat "$WORK/ib_lat" -s $LAT_SIZE -n $LAT_ITERS || { cat "$WORK/ib_lat"; fatal "ib_write_lat failed"; }
+  # columns: #bytes #iterations t_min t_max t_typical ...: t_typical is half a round trip (us)
+  tt=$(awk -v s=$LAT_SIZE '$1 == s && NF >= 5 { print $5 }' "$WORK/ib_lat")
+  took=$(probe lat "module=write_lat&target=10.77.0.2")
+  get "$WORK/lat" probe_success && num_eq "$REPLY" 1 && ok "round $r: write_lat probe_success 1" || bad "round $r: write_lat failed"
+  med=$(value "$WORK/lat" rdma_probe_rtt_seconds percentile=50)
+  echo "  round $r: ib_write_lat t_typical $tt us (x2 = $(awk -v t="$tt" 'BEGIN { print 2 * t }') us), write_lat median $med s, p99 $(value "$WORK/lat" rdma_probe_rtt_seconds percentile=99) s"
+  awk -v t="$tt" 'BEGIN { printf "%.9f\n", 2 * t / 1e6 }' >>"$WORK/ib_rtts"; echo "$med" >>"$WORK/our_rtts"
+done
+IB_RTT=$(sort -g "$WORK/ib_rtts" | head -n1) MED=$(sort -g "$WORK/our_rtts" | head -n1)
+echo "  best of $ROUNDS: 2 x t_typical $IB_RTT s, write_lat median RTT $MED s; medians $(median <"$WORK/ib_rtts") / $(median <"$WORK/our_rtts") s"
+if within "$MED" "$IB_RTT" "$LAT_TOL"; then ok "write_lat median within $LAT_TOL of 2 x t_typical (best runs)"; else bad "write_lat median $MED s vs 2 x t_typical $IB_RTT s (best runs)"; fi
+expect_value "$WORK/lat" $LAT_ITERS rdma_probe_writes
+if command -v promtool >/dev/null; then
+  for f in bw lat; do
+    promtool check metrics <"$WORK/$f" >"$WORK/promtool" 2>&1 && ok "promtool check metrics (/probe $f)" || { bad "promtool ($f)"; cat "$WORK/promtool"; }
+  done
+fi
+
+section "errors answer probe_success 0 at once"
+check_fail() {  # NAME QUERY REASON
+  local took
+  took=$(probe "$1" "$2")
+  expect_value "$WORK/$1" 0 probe_success
+  expect_value "$WORK/$1" 1 rdma_probe_failure_info reason="$3"
+  if awk -v t="$took" 'BEGIN { exit !(t < 10) }'; then ok "$1 answered in $took s"; else bad "$1 took $took s"; fi
+}
+check_fail unknown "module=nope&target=10.77.0.2" unknown_module
+check_fail noresponder "module=write_lat&target=10.77.0.2:9999" no_responder
+check_fail wrongsecret "module=write_lat&target=10.77.0.2:9663" wrong_secret
+check_fail badtarget "module=write_lat&target=no-such-host.invalid" unresolvable_target
+
+section "a second probe on a busy port fails at once; /metrics keeps answering"
+curl -sf --max-time 70 -o "$WORK/long" "http://127.0.0.1:$PORT_A/probe?module=write_bw_long&target=10.77.0.2" &
+LONG=$!
+# until the long probe holds the port (it logs "started" after taking it)
+for i in $(seq 300); do
+  grep -q 'probe write_bw_long from rxe0/1 .*: started' "$WORK/exporter.log" && break
+  sleep 0.1
+done
+grep -q 'probe write_bw_long from rxe0/1 .*: started' "$WORK/exporter.log" && ok "the long probe runs" || bad "the long probe never started"
+check_fail busy "module=write_lat&target=10.77.0.2" busy
+t0=$EPOCHREALTIME
+curl -sf --max-time 10 -o "$WORK/during" "http://127.0.0.1:$PORT_A/metrics" && ok "/metrics answers during a probe ($(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }') s)" || bad "/metrics failed during a probe"
+wait $LONG
+expect_value "$WORK/long" 1 probe_success
+
+section "requests counted on /metrics"
+scrape "$WORK/after"
+expect_value "$WORK/after" "$ROUNDS" rdma_probe_requests_total module=write_bw result=success
+expect_value "$WORK/after" 1 rdma_probe_requests_total module=write_bw_long result=success
+expect_value "$WORK/after" "$ROUNDS" rdma_probe_requests_total module=write_lat result=success
+expect_value "$WORK/after" 3 rdma_probe_requests_total module=write_lat result=failure
+expect_value "$WORK/after" 1 rdma_probe_requests_total module=write_lat result=busy
+expect_value "$WORK/after" 1 rdma_probe_requests_total module= result=unknown_module
+for port in $PORT_B $PORT_C; do cat "$WORK/exporter_$port.log" >>"$WORK/exporter.log"; done
+finish
