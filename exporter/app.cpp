@@ -170,11 +170,12 @@ Scraper::Config scraper_config(const Options& o) {
 
 std::unique_ptr<Scraper> build_scraper(const Options& o) { return std::make_unique<Scraper>(scraper_config(o)); }
 
-// Collectors keep sysfs counter files open between scrapes (about 30 descriptors per InfiniBand
-// port and 9 per device for the port collector, 60 to 120 more per port for hw_counters): an
-// 8-NIC host with hw_counters holds near 1,000, the usual soft limit. As Go programs do since
-// Go 1.19, the soft limit is raised to the hard one (systemd's default hard limit is 524,288);
-// select() is not used (CivetWeb polls), so a descriptor above 1,024 is harmless.
+// The port collector keeps its sysfs files open between scrapes: 37 descriptors for a one-port
+// mlx5 device (9 device, 6 port, 22 counters/), about 300 on an 8-NIC host, beside up to 72 HTTP
+// threads' sockets, well under the usual soft limit of 1,024, but a host with many ports or VFs
+// could reach it. As Go programs do since Go 1.19, the soft limit is raised to the hard one
+// (systemd's default hard limit is 524,288); select() is not used (CivetWeb polls), so a
+// descriptor above 1,024 is harmless.
 namespace {
 void raise_fd_limit() {
   rlimit lim{};

@@ -79,8 +79,8 @@ class Dir {
 //    reopens it on every scrape until it has been still that long ("racy" entries, as git does).
 //  - a file's mode changes after it was opened (chmod): an open descriptor keeps reading, as any
 //    open file does; the directory is untouched and nothing is reopened.
-// Each kept file costs one descriptor: see docs/deployment.md for the count per port and the
-// RLIMIT_NOFILE soft limit, which the exporter raises to its hard limit at start.
+// Each kept file costs one descriptor: docs/deployment.md gives the count per port; the exporter
+// raises its RLIMIT_NOFILE soft limit to the hard one at start (exporter/app.cpp).
 class KeptDir {
  public:
   static constexpr int kRacySeconds = 2;
