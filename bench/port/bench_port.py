@@ -4,9 +4,11 @@
   rdma_exporter (--collector.port only)  vs  node_exporter's infiniband collector
   (prometheus-node-exporter --collector.disable-defaults --collector.infiniband)
 
-Prints mean/median /metrics latency and latency per exported series for both and their ratio;
-the raw floor (plain open/read/close over the same files) against the exporter's own collection
-time (discovery + port collector, from its self-metrics); the exporter's RSS after the run.
+Prints mean/median /metrics latency and latency per exported series for both and their ratios
+(goal: the whole scrape at most 1/4 of node_exporter's); the raw floor (plain open/read/close over
+the same files) against the exporter's own collection time (discovery + port collector, from its
+self-metrics; goal: at most 0.6 x the floor, which the kept descriptors of sources/sysfs/reader.h
+make possible); the exporter's RSS after the run.
 Interleaves the two exporters scrape by scrape so that machine noise hits both alike; each is
 scraped over one keep-alive connection, as Prometheus does.
 
@@ -71,6 +73,9 @@ def main():
         root = os.path.join(tmp, "sys")
         subprocess.run([sys.executable, os.path.join(REPO, "tests/fixtures/sysfs_gen.py"), root, "--profile", "bench",
                         "--devices", str(a.devices)], check=True)
+        # Left still as sysfs directories are: one changed in the last KeptDir::kRacySeconds is
+        # reopened at every scrape, which is the naive cost and not what a node sees.
+        time.sleep(2.5)
         ne_port = free_port()
         ne = subprocess.Popen([a.node_exporter, "--collector.disable-defaults", "--collector.infiniband",
                                "--web.disable-exporter-metrics", f"--path.sysfs={root}",
@@ -85,7 +90,7 @@ def main():
                         break
                     except OSError:
                         time.sleep(0.1)
-                ours, theirs, collect = [], [], []
+                ours, theirs, collect, collect_port = [], [], [], []
                 ours_c, theirs_c = Client(ex.url + "/metrics"), Client(ne_url)
                 for _ in range(10):  # warm-up
                     ours_c.scrape(), theirs_c.scrape()
@@ -93,9 +98,10 @@ def main():
                     dt, body = ours_c.scrape()
                     ours.append(dt)
                     s, _ = parse_text(body)
-                    collect.append(float(s[("rdma_exporter_discovery_duration_seconds", frozenset())]) +
-                                   float(s[("rdma_exporter_collector_scrape_duration_seconds",
-                                            frozenset({("collector", "port")}))]))
+                    port_s = float(s[("rdma_exporter_collector_scrape_duration_seconds",
+                                      frozenset({("collector", "port")}))])
+                    collect.append(float(s[("rdma_exporter_discovery_duration_seconds", frozenset())]) + port_s)
+                    collect_port.append(port_s)
                     dt, nbody = theirs_c.scrape()
                     theirs.append(dt)
                 our_series, their_series = count_series(body), count_series(nbody)
@@ -115,10 +121,14 @@ def main():
     row("node_exporter (infiniband)", theirs, their_series)
     per_ours = statistics.median(ours) / our_series
     per_theirs = statistics.median(theirs) / their_series
-    print(f"per-series latency ratio rdma_exporter/node_exporter (medians): {per_ours/per_theirs:.3f}  (goal <= 0.333)")
+    print(f"scrape latency ratio rdma_exporter/node_exporter (medians): "
+          f"{statistics.median(ours)/statistics.median(theirs):.3f}  (goal <= 0.25)")
+    print(f"per-series latency ratio rdma_exporter/node_exporter (medians): {per_ours/per_theirs:.3f}")
     print(f"raw floor: {files} files open/read/close, median {floor*1e3:.3f} ms per pass")
     print(f"exporter collection (discovery + port collector), median {statistics.median(collect)*1e3:.3f} ms "
-          f"= {statistics.median(collect)/floor:.2f} x raw floor  (goal <= 1.5)")
+          f"= {statistics.median(collect)/floor:.2f} x raw floor  (goal <= 0.6)")
+    print(f"  of which the port collector alone, median {statistics.median(collect_port)*1e3:.3f} ms "
+          f"= {statistics.median(collect_port)/floor:.2f} x raw floor")
     print(f"rdma_exporter RSS after {a.scrapes + 10} scrapes: {rss/1024:.2f} MiB  (goal <= 8 MiB)")
 
 

@@ -60,7 +60,7 @@ constexpr Level kPortLevel{
     "rdma_hw_counters_lifespan_seconds",
     "Lifetime of the kernel's cached hw_counters snapshot of the port (lifespan, ms converted to seconds).",
     "rdma_hw_counters_wraps_total",
-    "Wraps of a narrower-than-64-bit port hw counter seen by this exporter (each adds 2^width to rdma_hw_counters_total).",
+    "Wraps of a narrower-than-64-bit port hw counter seen by this exporter (each adds 2^width to rdma_hw_counters_total); only counters that wrapped.",
 };
 constexpr Level kDeviceLevel{
     "rdma_hw_device_counters_total",
@@ -70,7 +70,7 @@ constexpr Level kDeviceLevel{
     "rdma_hw_device_counters_lifespan_seconds",
     "Lifetime of the kernel's cached device-level hw_counters snapshot (lifespan, ms converted to seconds).",
     "rdma_hw_device_counters_wraps_total",
-    "Wraps of a narrower-than-64-bit device-level hw counter seen by this exporter.",
+    "Wraps of a narrower-than-64-bit device-level hw counter seen by this exporter; only counters that wrapped.",
 };
 
 }  // namespace
@@ -168,7 +168,9 @@ void HwCountersCollector::collect(const exporter::ScrapeContext& ctx, MetricSink
       if (settings_.wrap_extension && width < 64) {
         const WrapExtender::Key key{dev.name, port ? *port : std::string(), c.name};
         v = wrap_.extend(key, width, raw);
-        out.counter(lv.wraps, lv.wraps_help, l, wrap_.wraps(key));
+        // Only counters that wrapped: a zero for each of the ~60 Q counters of every port would be
+        // a fifth of a node's samples and say nothing (the exposition budget in docs/metrics.md).
+        if (const std::uint64_t wraps = wrap_.wraps(key)) out.counter(lv.wraps, lv.wraps_help, l, wraps);
       }
       out.counter(lv.counter, lv.counter_help, std::move(l), v);
       values.emplace(c.name, v);

@@ -8,6 +8,7 @@
 
 #include "sources/sysfs/parse.h"
 #include "sources/sysfs/read_result.h"
+#include "sources/sysfs/reader.h"
 
 namespace rdma::sysfs {
 
@@ -19,6 +20,8 @@ struct CounterReading {
 // Every regular file of a counter directory (counters/, counters_ext/, hw_counters/), sorted by
 // name. The directory itself missing -> kNotFound.
 Result<std::vector<CounterReading>> read_counter_dir(const std::string& dir);
+// The same through descriptors kept across scrapes (refreshed by KeptDirs::at()).
+Result<std::vector<CounterReading>> read_counter_dir(KeptDir& dir);
 
 struct PortAttributes {
   Result<EnumValue> state;
@@ -28,7 +31,7 @@ struct PortAttributes {
   Result<std::uint64_t> sm_lid;
 };
 // link_layer is read once per scrape by the host model (PortModel::link_layer), not here.
-PortAttributes read_port_attributes(const std::string& port_path);
+PortAttributes read_port_attributes(KeptDir& port_dir);
 
 struct DeviceAttributes {
   Result<EnumValue> node_type;
@@ -40,6 +43,6 @@ struct DeviceAttributes {
   Result<std::string> board_id;
   Result<std::string> node_desc;
 };
-DeviceAttributes read_device_attributes(const std::string& device_path);
+DeviceAttributes read_device_attributes(KeptDir& device_dir);
 
 }  // namespace rdma::sysfs

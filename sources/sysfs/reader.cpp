@@ -138,9 +138,10 @@ Result<std::string> Dir::read_file(const char* name) const { return read_file_at
 Result<std::string> Dir::read_attribute(const char* name) const { return attribute_of(read_file(name)); }
 Result<std::uint64_t> Dir::read_u64(const char* name) const { return u64_of(read_file(name)); }
 
-Result<std::vector<DirEntry>> Dir::list() const {
-  // fdopendir takes ownership of its descriptor: give it a duplicate.
-  int fd = ::openat(fd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+namespace {
+Result<std::vector<DirEntry>> list_at(int dir_fd) {
+  // fdopendir takes ownership of its descriptor: give it a new one of the same directory.
+  int fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return Result<std::vector<DirEntry>>::failure(classify_errno(errno), errno);
   DIR* d = ::fdopendir(fd);
   if (!d) {
@@ -150,6 +151,9 @@ Result<std::vector<DirEntry>> Dir::list() const {
   }
   return list_dir_stream(d);
 }
+}  // namespace
+
+Result<std::vector<DirEntry>> Dir::list() const { return list_at(fd_); }
 
 Result<std::vector<DirEntry>> list_dir(const std::string& path) {
   DIR* d = ::opendir(path.c_str());
@@ -177,5 +181,164 @@ Result<std::string> read_link_basename(const std::string& path) {
 }
 
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+bool KeptDir::Identity::operator==(const Identity& o) const {
+  return dev == o.dev && ino == o.ino && mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec &&
+         ctime.tv_sec == o.ctime.tv_sec && ctime.tv_nsec == o.ctime.tv_nsec;
+}
+
+void KeptDir::close_all() {
+  for (auto& [name, fd] : files_) ::close(fd);
+  files_.clear();
+  names_.clear();
+  listed_ = false;
+  if (dir_fd_ >= 0) ::close(dir_fd_);
+  dir_fd_ = -1;
+}
+
+ReadError KeptDir::refresh() {
+  struct stat st;
+  if (::stat(path_.c_str(), &st) != 0) {
+    dir_errno_ = errno;
+    dir_error_ = classify_errno(dir_errno_);
+    close_all();
+    return dir_error_;
+  }
+  Identity now_id{st.st_dev, st.st_ino, st.st_mtim, st.st_ctim};
+  if (dir_fd_ >= 0 && !racy_ && now_id == identity_) return ReadError::kNone;
+  close_all();
+  dir_fd_ = ::open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd_ < 0 || ::fstat(dir_fd_, &st) != 0) {
+    dir_errno_ = errno;
+    dir_error_ = classify_errno(dir_errno_);
+    close_all();
+    return dir_error_;
+  }
+  dir_error_ = ReadError::kNone;
+  dir_errno_ = 0;
+  // The identity of what was opened, not of what was stat'ed before: a change in between is seen
+  // at the next refresh.
+  identity_ = Identity{st.st_dev, st.st_ino, st.st_mtim, st.st_ctim};
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const time_t changed = std::max(st.st_mtim.tv_sec, st.st_ctim.tv_sec);
+  racy_ = now.tv_sec - changed < racy_seconds_;
+  return ReadError::kNone;
+}
+
+Result<const std::vector<std::string>*> KeptDir::names() {
+  using R = Result<const std::vector<std::string>*>;
+  if (dir_fd_ < 0) return R::failure(dir_error_, dir_errno_);
+  if (!listed_) {
+    auto entries = list_at(dir_fd_);
+    if (!entries) return R::failure(entries.error, entries.sys_errno);
+    names_.clear();
+    for (auto& e : entries.value) names_.push_back(std::move(e.name));
+    listed_ = true;
+  }
+  return R::success(&names_);
+}
+
+std::size_t KeptDir::descriptors() const { return files_.size() + (dir_fd_ >= 0 ? 1 : 0); }
+
+Result<int> KeptDir::file_fd(const char* name, bool reopen) {
+  if (dir_fd_ < 0) return Result<int>::failure(dir_error_, dir_errno_);
+  auto it = files_.find(std::string_view(name));
+  if (it != files_.end()) {
+    if (!reopen) return Result<int>::success(it->second);
+    ::close(it->second);
+    files_.erase(it);
+  }
+  int fd = ::openat(dir_fd_, name, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Result<int>::failure(classify_errno(errno), errno);
+  ++opens_;
+  files_.emplace(name, fd);
+  return Result<int>::success(fd);
+}
+
+namespace {
+// One pread at offset 0 into buf; 0 or its errno.
+int pread_page(int fd, char* buf, std::size_t cap, std::size_t& len) {
+  for (;;) {
+    ssize_t n = ::pread(fd, buf, cap, 0);
+    if (n >= 0) {
+      len = static_cast<std::size_t>(n);
+      return 0;
+    }
+    if (errno != EINTR) return errno;
+  }
+}
+}  // namespace
+
+Result<std::size_t> KeptDir::read_page(const char* name, char* buf, std::size_t cap) {
+  using R = Result<std::size_t>;
+  const bool kept = files_.find(std::string_view(name)) != files_.end();
+  auto fd = file_fd(name, false);
+  if (!fd) return R::failure(fd.error, fd.sys_errno);
+  std::size_t len = 0;
+  int err = pread_page(fd.value, buf, cap, len);
+  if (err == 0) {
+    if (kept) ++preads_;
+    return R::success(len);
+  }
+  // The file went away under a kept descriptor (kernfs answers ENODEV once the attribute is
+  // removed): open it again once, which fails or succeeds as an open without a kept descriptor would.
+  if (!kept || (err != ENODEV && err != ENOENT && err != ESTALE)) return R::failure(classify_errno(err), err);
+  fd = file_fd(name, true);
+  if (!fd) return R::failure(fd.error, fd.sys_errno);
+  err = pread_page(fd.value, buf, cap, len);
+  if (err != 0) return R::failure(classify_errno(err), err);
+  return R::success(len);
+}
+
+// sysfs attributes are at most one page (kernfs seq_file show() buffers are PAGE_SIZE): a read of
+// one page at offset 0 is the whole attribute; of a longer regular file, its first page.
+Result<std::string> KeptDir::read_file(const char* name) {
+  char buf[4096];
+  auto n = read_page(name, buf, sizeof buf);
+  if (!n) return Result<std::string>::failure(n.error, n.sys_errno);
+  return Result<std::string>::success(std::string(buf, n.value));
+}
+
+Result<std::uint64_t> KeptDir::read_u64(const char* name) {
+  using R = Result<std::uint64_t>;
+  char buf[4096];
+  auto n = read_page(name, buf, sizeof buf);
+  if (!n) return R::failure(n.error, n.sys_errno);
+  const std::string_view text(buf, n.value);
+  if (is_not_available(text)) return R::failure(ReadError::kNotAvailable);
+  auto v = parse_u64(text);
+  if (!v) return R::failure(ReadError::kMalformed);
+  return R::success(*v);
+}
+
+Result<std::string> KeptDir::read_attribute(const char* name) { return attribute_of(read_file(name)); }
+
+KeptDir& KeptDirs::at(const std::string& path) {
+  KeptDir* dir;
+  bool first;
+  {
+    std::lock_guard lock(mu_);
+    auto& e = dirs_[path];
+    if (!e.dir) e.dir = std::make_unique<KeptDir>(path);
+    first = !std::exchange(e.used, true);
+    dir = e.dir.get();
+  }
+  if (first) dir->refresh();  // its error is the directory's: reads answer it
+  return *dir;
+}
+
+void KeptDirs::sweep() {
+  std::lock_guard lock(mu_);
+  std::erase_if(dirs_, [](const auto& kv) { return !kv.second.used; });
+  for (auto& [path, e] : dirs_) e.used = false;
+}
+
+std::size_t KeptDirs::descriptors() const {
+  std::lock_guard lock(mu_);
+  std::size_t n = 0;
+  for (const auto& [path, e] : dirs_) n += e.dir->descriptors();
+  return n;
+}
 
 }  // namespace rdma::sysfs

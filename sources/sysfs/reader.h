@@ -3,8 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <ctime>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <sys/types.h>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "sources/sysfs/read_result.h"
@@ -53,6 +59,102 @@ class Dir {
  private:
   int fd_ = -1;
   std::string path_;
+};
+
+// A directory whose files stay open across scrapes and are re-read with pread(fd, buf, n, 0):
+// one system call per file instead of open/read/close. On sysfs a read at offset 0 re-runs the
+// attribute's show() (kernfs seq_file rewinds to the first record when the read position is 0), so
+// the value is as fresh as a new open's; regular files (fixture trees) read their current content.
+//
+// When a kept descriptor would read the wrong thing, and how that is seen:
+//  - the device or port goes away (sysfs): kernfs answers ENODEV on the kept descriptor; the file
+//    is reopened once, which then fails as a new open would (ENOENT).
+//  - the directory is a different one now (device re-registered under the same name, a fixture
+//    tree renamed into place, a file replaced by rename or unlink and create): refresh() stats the
+//    path once per scrape and compares device, inode, mtime and ctime with the directory the
+//    descriptors were opened in. Creating, removing or renaming an entry changes the directory's
+//    mtime and ctime on tmpfs and on kernfs alike, so a replaced file is reopened.
+//  - the change falls in the same timestamp tick as the one seen (file times have coarse, clock-tick
+//    granularity): a directory changed within the last kRacySeconds is not trusted, and refresh()
+//    reopens it on every scrape until it has been still that long ("racy" entries, as git does).
+//  - a file's mode changes after it was opened (chmod): an open descriptor keeps reading, as any
+//    open file does; the directory is untouched and nothing is reopened.
+// Each kept file costs one descriptor: docs/deployment.md gives the count per port; the exporter
+// raises its RLIMIT_NOFILE soft limit to the hard one at start (exporter/app.cpp).
+class KeptDir {
+ public:
+  static constexpr int kRacySeconds = 2;
+
+  // racy_seconds: kRacySeconds but in tests, which set the directory's times themselves.
+  explicit KeptDir(std::string path, int racy_seconds = kRacySeconds)
+      : path_(std::move(path)), racy_seconds_(racy_seconds) {}
+  KeptDir(const KeptDir&) = delete;
+  KeptDir& operator=(const KeptDir&) = delete;
+  ~KeptDir() { close_all(); }
+
+  // Checks that the path still names the directory the descriptors were opened in and reopens it
+  // otherwise. Call once per scrape before reading; an error is the directory's own (kNotFound: gone).
+  ReadError refresh();
+  // Entry names, sorted, listed once per opening of the directory (valid until the next refresh()).
+  Result<const std::vector<std::string>*> names();
+  Result<std::string> read_file(const char* name);
+  Result<std::string> read_attribute(const char* name);
+  Result<std::uint64_t> read_u64(const char* name);
+
+  const std::string& path() const { return path_; }
+  // Descriptors held now: the directory's and its open files'.
+  std::size_t descriptors() const;
+  // Files opened (open + read) and files re-read with a kept descriptor (pread) since the last call.
+  std::pair<std::uint64_t, std::uint64_t> take_counts() { return {std::exchange(opens_, 0), std::exchange(preads_, 0)}; }
+
+ private:
+  struct Identity {
+    dev_t dev = 0;
+    ino_t ino = 0;
+    timespec mtime{};
+    timespec ctime{};
+    bool operator==(const Identity& o) const;
+  };
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  void close_all();
+  Result<int> file_fd(const char* name, bool reopen);
+  // The file into buf (a page: sysfs attributes are at most one); its length.
+  Result<std::size_t> read_page(const char* name, char* buf, std::size_t cap);
+
+  std::string path_;
+  int racy_seconds_;
+  int dir_fd_ = -1;
+  ReadError dir_error_ = ReadError::kNotFound;
+  int dir_errno_ = 0;
+  Identity identity_;
+  bool racy_ = true;
+  std::unordered_map<std::string, int, NameHash, std::equal_to<>> files_;
+  std::vector<std::string> names_;
+  bool listed_ = false;
+  std::uint64_t opens_ = 0;
+  std::uint64_t preads_ = 0;
+};
+
+// The kept directories of one collector, by path. A directory a scrape did not ask for (device or
+// port gone) is closed by sweep() at the end of that scrape. at() may be called from the threads of
+// one collection at once; each path is used by one thread at a time (one device per thread).
+class KeptDirs {
+ public:
+  // The directory, refreshed on its first use since the last sweep().
+  KeptDir& at(const std::string& path);
+  void sweep();
+  std::size_t descriptors() const;
+
+ private:
+  struct Entry {
+    std::unique_ptr<KeptDir> dir;
+    bool used = false;
+  };
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, Entry> dirs_;
 };
 
 }  // namespace rdma::sysfs

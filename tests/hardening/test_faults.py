@@ -2,7 +2,9 @@
 """hardening/faults: sysfs files and whole devices are removed and re-added, and a counter file is
 made unreadable in the ways a tmpfs allows without FUSE: replaced by a directory (read() -> EISDIR,
 a real read error), by a dangling symlink (ENOENT at open), by garbage or empty content, and
-chmod 000 (EACCES). Real EIO from a driver cannot be made on tmpfs; the error path is the same (a
+by a file of mode 000 (EACCES). The exporter keeps counter files open between scrapes: a file
+replaced in any of these ways is reopened (its directory changed), while a chmod of the file it
+already holds open changes nothing, as for any open file. Real EIO from a driver cannot be made on tmpfs; the error path is the same (a
 failed read, counted).
 
 The fixture tree has faults of its own (a broken device, `N/A` files): their errors are the
@@ -89,7 +91,7 @@ class CounterFile:
                                    "not_found"),
             "garbage": (lambda: self.write("garbage\n"), "malformed"),
             "empty": (lambda: self.write(""), "malformed"),
-            "chmod 000": (lambda: os.chmod(self.path, 0), "permission_denied"),
+            "mode 000": (lambda: (self.write(self.orig), os.chmod(self.path, 0)), "permission_denied"),
         }
 
 

@@ -114,7 +114,7 @@ TEST_CASE("mlx5 32-bit Q counters are extended across a simulated wrap; 64-bit o
   };
   auto s1 = collect(col, h);
   CHECK(u64(s1.sink, "rdma_hw_counters_total", c("rx_write_requests")) == 4294967000u);
-  CHECK(u64(s1.sink, "rdma_hw_counters_wraps_total", c("rx_write_requests")) == 0);
+  CHECK_FALSE(sample(s1.sink, "rdma_hw_counters_wraps_total", c("rx_write_requests")));  // not wrapped yet
   CHECK(u64(s1.sink, "rdma_out_of_buffer_drops_total", p) == 4294967295u);
 
   // the hardware counters wrap: 4294967000 + 396 = 2^32 + 100
