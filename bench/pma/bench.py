@@ -12,27 +12,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tests/ibsim"))
-from ibsim_harness import Exporter, Sim, get, wait_for  # noqa: E402
-
-
-def fat_tree(leaves, hosts, spines):
-    out = []
-    for s in range(spines):
-        out.append('Switch\t%d "spine%d"' % (max(leaves, 2), s))
-        for l in range(leaves):
-            out.append('[%d]\t"leaf%d"[%d]' % (l + 1, l, hosts + s + 1))
-        out.append("")
-    for l in range(leaves):
-        out.append('Switch\t%d "leaf%d"' % (hosts + spines, l))
-        for h in range(hosts):
-            out.append('[%d]\t"host%d-%d"[1]' % (h + 1, l, h))
-        for s in range(spines):
-            out.append('[%d]\t"spine%d"[%d]' % (hosts + s + 1, s, l + 1))
-        out.append("")
-    for l in range(leaves):
-        for h in range(hosts):
-            out.append('Hca\t1 "host%d-%d"\n[1]\t"leaf%d"[%d]\n' % (l, h, l, h + 1))
-    return "\n".join(out) + "\n"
+from ibsim_harness import Exporter, Sim, fat_tree, get, wait_for  # noqa: E402
 
 
 def main():

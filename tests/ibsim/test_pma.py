@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
 """pma collector against the ibsim simulator: exporter values == PerformanceSet values == perfquery.
 
-usage: test_pma.py <rdma_exporter> local|fabric|faults|unsupported_local|unsupported_fabric <pma_mad_double.so>
+usage: test_pma.py <rdma_exporter> local|fabric|faults|targets|unsupported_local|unsupported_fabric <pma_mad_double.so>
 Exit 0 = pass, else fail (also when the simulator cannot be installed or started).
 """
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ibsim_harness import Exporter, Sim, SetupError, get, parse_metrics, wait_for  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from exporter_harness import Prometheus  # noqa: E402
+from ibsim_harness import Exporter, Sim, SetupError, fat_tree, get, parse_metrics, wait_for  # noqa: E402
 
 FAILS = []
 
@@ -268,6 +273,118 @@ def case_faults(sim, exe):
     eq(e.stop(), 0, "local-only exporter exits 0 after the stop")
 
 
+def http_get(port, path):
+    """(status, body) of GET path on the exporter, 4xx/5xx included."""
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=30) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as x:
+        return x.code, x.read().decode()
+
+
+def sd_job(exporter_port, shard=None):
+    """A Prometheus job in the multi-target pattern: targets from /pma/targets, each scraped at
+    /pma?target=<GUID> on the exporter; with shard=(i, n) only the targets whose hashmod is i."""
+    keep = ("      - source_labels: [__param_target]\n        modulus: %d\n        target_label: __tmp_shard\n"
+            "        action: hashmod\n      - source_labels: [__tmp_shard]\n        regex: '%d'\n        action: keep\n"
+            % (shard[1], shard[0])) if shard else ""
+    return ("  - job_name: fabric\n    metrics_path: /pma\n    scrape_timeout: 1s\n"
+            "    http_sd_configs:\n      - url: http://127.0.0.1:%d/pma/targets\n        refresh_interval: 1s\n"
+            "    relabel_configs:\n      - source_labels: [__address__]\n        target_label: __param_target\n"
+            "      - source_labels: [__param_target]\n        target_label: instance\n%s"
+            "      - target_label: __address__\n        replacement: 127.0.0.1:%d\n" % (exporter_port, keep, exporter_port))
+
+
+def prom_up(prom):
+    """instance -> value of up{job="fabric"} in this Prometheus."""
+    return {r["metric"]["instance"]: float(r["value"][1]) for r in prom.api("query", query='up{job="fabric"}')["result"]}
+
+
+def prom_value(proms, query):
+    """The one sample `query` returns across the Prometheus instances (each shard holds its own targets)."""
+    hits = [float(r["value"][1]) for p in proms for r in p.api("query", query=query)["result"]]
+    if len(hits) != 1:
+        raise KeyError("%s: %d samples" % (query, len(hits)))
+    return hits[0]
+
+
+def case_targets(sim, exe):
+    """Multi-target fabric: Prometheus finds the nodes at /pma/targets and scrapes each at /pma."""
+    sets = {("leaf1", 2): 1234, ("spine0", 1): 55, ("host1-1", 1): 77}
+    for (node, port), v in sets.items():
+        sim.set(node, port, "PortCounters.SymbolErrorCounter", v)
+    sim.set("leaf0", 3, "PortCounters.LinkDownedCounter", 9)
+    e = Exporter(sim, exe, "--collector.pma.local=false", "--collector.pma.fabric",
+                 "--collector.pma.fabric-snapshot=false", "--collector.pma.timeout=200ms")
+    status, body = http_get(e.port, "/pma/targets")
+    eq(status, 200, "/pma/targets answers")
+    groups = json.loads(body)
+    guid = {g["labels"]["__meta_rdma_node_name"]: g["targets"][0] for g in groups}
+    eq(sorted(guid), sorted(["spine0", "spine1", "leaf0", "leaf1", "host0-0", "host0-1", "host1-0", "host1-1"]),
+       "every node of the fat tree listed once")
+    check(all(g["labels"]["node_guid"] == g["targets"][0] for g in groups), "node_guid label = target")
+    eq({g["labels"]["__meta_rdma_node_type"] for g in groups}, {"switch", "ca"}, "node types")
+    status, body = http_get(e.port, "/pma/targets?type=switch")
+    eq(len(json.loads(body)), 4, "type=switch lists the 4 switches")
+    # bad targets: a clear 4xx, counted, no MAD
+    for path, want in (("/pma?target=leaf1", 400), ("/pma?target=0x00000000deadbeef", 404), ("/pma", 400),
+                       ("/pma?target=%s&ports=x" % guid["leaf1"], 400), ("/pma?target=%s&bogus=1" % guid["leaf1"], 400),
+                       ("/pma/targets?type=hub", 400)):
+        status, body = http_get(e.port, path)
+        check(status == want and body.strip(), "%s -> %d %r" % (path, status, body.strip()))
+    m = e.metrics()
+    eq(get(m, "rdma_pma_fabric_target_requests_total", result="bad_request"), 5, "bad requests counted")
+    eq(get(m, "rdma_pma_fabric_target_requests_total", result="unknown_target"), 1, "unknown target counted")
+    # one target by hand: its ports only, the asked subset, promtool-clean
+    status, body = http_get(e.port, "/pma?target=%s&ports=2%%2C3" % guid["leaf1"])
+    eq(status, 200, "leaf1 ports 2,3 answer")
+    t = parse_metrics(body)
+    eq(get(t, "rdma_pma_fabric_port_symbol_errors_total", port=2), 1234, "leaf1 port 2 = set, read on demand")
+    eq(sorted(dict(l)["port"] for n, l in t if n == "rdma_pma_fabric_port_symbol_errors_total"), ["2", "3"],
+       "ports= limits the answer")
+    eq(get(t, "rdma_pma_fabric_port_info", port=2, remote_name="host1-1"), 1, "remote end in _info")
+    promtool_clean(body, "/pma target")
+    tmp = os.path.join(sim.dir, "prom")
+    shards = []
+    try:
+        for i in range(2):
+            os.makedirs(os.path.join(tmp, str(i)))
+            shards.append(Prometheus(os.path.join(tmp, str(i)), [], scrape_configs=sd_job(e.port, (i, 2))))
+        ups = wait_for(lambda: (lambda u: u if len(u[0]) + len(u[1]) == 8 and all(v == 1 for x in u for v in x.values())
+                                else None)([prom_up(p) for p in shards]), 120, step=0.5,
+                       what="8 targets up across the two shards")
+        check(not set(ups[0]) & set(ups[1]), "the shards scrape disjoint targets (%d + %d)" % (len(ups[0]), len(ups[1])))
+        eq(set(ups[0]) | set(ups[1]), set(guid.values()), "their union is the whole fabric")
+        check(ups[0] and ups[1], "both shards got targets")
+        for (node, port), v in sets.items():
+            q = 'rdma_pma_fabric_port_symbol_errors_total{node_guid="%s",port="%d"}' % (guid[node], port)
+            eq(wait_for(lambda: prom_value(shards, q) or None, 30, what=q), v, "%s port %d SymbolErrors on its target" % (node, port))
+        q = ('rdma_pma_fabric_port_link_downed_total{instance="%s",port="3"} * on (node_guid, port) group_left(remote_name)'
+             ' rdma_pma_fabric_port_info' % guid["leaf0"])
+        eq(wait_for(lambda: prom_value(shards, q), 30, what=q), 9, "leaf0 port 3 LinkDowned, joined with its remote end")
+        names = wait_for(lambda: [r["metric"]["remote_name"] for p in shards for r in p.api("query", query=q)["result"]],
+                         30, what="join")
+        eq(names, ["spine0"], "the join brings the remote end's name (leaf0 port 3 -> spine0)")
+        # a node that stops answering: up 0 for it alone
+        sim.cmd('Error "host1-1"[1] 100')
+        dead = guid["host1-1"]
+        wait_for(lambda: any(prom_up(p).get(dead) == 0 for p in shards), 60, step=0.5, what="up 0 for host1-1")
+        ok = get(e.metrics(), "rdma_pma_fabric_target_requests_total", result="ok")
+        wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_target_requests_total", result="ok") >= ok + 14, 60,
+                 what="two more scrapes of each of the 7 other targets")
+        ups = [prom_up(p) for p in shards]
+        down = sorted(i for u in ups for i, v in u.items() if v == 0)
+        eq(down, [dead], "only the unreachable node is down")
+        check(get(e.metrics(), "rdma_pma_fabric_target_requests_total", result="unreachable") >= 1,
+              "the exporter answered 503 within the scrape timeout (counted unreachable)")
+        sim.cmd('Error "host1-1"[1] 0')
+        wait_for(lambda: any(prom_up(p).get(dead) == 1 for p in shards), 60, step=0.5, what="host1-1 up again")
+    finally:
+        for p in shards:
+            p.stop()
+    eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
+
+
 # Optional attributes the MAD double (pma_mad_double.cpp) makes an agent refuse, by attribute ID.
 REFUSABLE = {0x15: "PortRcvErrorDetails", 0x16: "PortXmitDiscardDetails", 0x1D: "PortCountersExtended"}
 EXT_ONLY = ("unicast_transmit_packets", "unicast_receive_packets", "multicast_transmit_packets",
@@ -436,7 +553,7 @@ def case_unsupported_fabric(sim, exe, library):
 def main():
     exe, case, double = sys.argv[1], sys.argv[2], sys.argv[3]
     try:
-        sim = Sim()
+        sim = Sim(fat_tree(2, 2, 2), host="host0-0") if case == "targets" else Sim()
     except SetupError as s:
         print("FAIL - test bed:", s)
         return 1
@@ -445,7 +562,7 @@ def main():
             {"unsupported_local": case_unsupported_local,
              "unsupported_fabric": case_unsupported_fabric}[case](sim, exe, double)
         else:
-            {"local": case_local, "fabric": case_fabric, "faults": case_faults}[case](sim, exe)
+            {"local": case_local, "fabric": case_fabric, "faults": case_faults, "targets": case_targets}[case](sim, exe)
     except Exception as ex:  # noqa: BLE001 - report, clean up, fail
         import traceback
         traceback.print_exc()
