@@ -80,6 +80,35 @@ std::unique_ptr<Topology> discover(const FabricOptions& o, const mad::NodeNameMa
   return topo;
 }
 
+namespace {
+// The series of a fabric node and its ports, the same in the snapshot and in a /pma answer:
+// counters labelled `node_guid, port` only (a /pma target leaves node_guid to its target label),
+// names in the two _info series joined on them: names are long and would repeat on each of the
+// ~22 counter series of every port (12 KB a port with them, under 2 KB without).
+void emit_node(const FabricNode& n, const exporter::Labels& node, exporter::MetricSink& out) {
+  exporter::Labels l = node;
+  l.emplace_back("node_name", n.name);
+  l.emplace_back("node_description", n.description);
+  l.emplace_back("node_type", n.type);
+  out.info("rdma_pma_fabric_node_info",
+           "A fabric node: its name (node-name-map, else NodeDescription), NodeDescription and type (switch, ca, router).",
+           std::move(l));
+}
+
+void emit_fabric_port(const FabricPort& fp, const exporter::Labels& node, const PortReadings* r,
+                      exporter::MetricSink& out) {
+  exporter::Labels base = node;
+  base.emplace_back("port", std::to_string(fp.number));
+  exporter::Labels info = base;
+  info.emplace_back("remote_guid", fp.remote_guid);
+  info.emplace_back("remote_name", fp.remote_name);
+  info.emplace_back("remote_port", fp.remote_port);
+  out.info("rdma_pma_fabric_port_info", "A cabled fabric port and its far end: node GUID, name and port number.",
+           std::move(info));
+  if (r) emit_port(*r, "rdma_pma_fabric_port_", base, out, Saturation::kOnlySaturated);
+}
+}  // namespace
+
 FabricLoop::FabricLoop(FabricOptions o) : o_(std::move(o)) {
   if (!o_.node_name_map.empty()) {
     std::ifstream in(o_.node_name_map);
@@ -340,13 +369,11 @@ void FabricLoop::refresh_once() {
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       const FabricNode& n = nodes[i];
       exporter::MetricSink node_sink;  // rendered after each node: samples never pile up
+      const exporter::Labels node{{"node_guid", n.guid_label}};
+      if (!n.ports.empty()) emit_node(n, node, node_sink);
       for (std::size_t p = 0; p < n.ports.size(); ++p) {
-        const FabricPort& fp = n.ports[p];
         if (!failed[i][p] && readings[i][p].pc) ++ports_ok;
-        exporter::Labels base{{"node_guid", n.guid_label}, {"node_name", n.name},       {"node_type", n.type},
-                              {"port", std::to_string(fp.number)}, {"remote_guid", fp.remote_guid},
-                              {"remote_name", fp.remote_name}, {"remote_port", fp.remote_port}};
-        emit_port(readings[i][p], "rdma_pma_fabric_port_", base, node_sink);
+        emit_fabric_port(n.ports[p], node, &readings[i][p], node_sink);
       }
       if (auto known = learned_.find(n.guid_label); known != learned_.end() && !n.ports.empty()) {
         AttrSet refused;
@@ -504,19 +531,8 @@ TargetAnswer FabricLoop::read_target(std::uint64_t guid, const std::vector<int>&
   // The series carry only `port`: the target (and its node_guid label from /pma/targets) names
   // the node, and names live in the two _info series, so that a port costs well under 2 KB.
   exporter::MetricSink sink;
-  sink.info("rdma_pma_fabric_node_info", "The node a /pma target reads: its name (node-name-map, else NodeDescription), NodeDescription and type.",
-            {{"node_name", n->name}, {"node_description", n->description}, {"node_type", n->type}});
-  for (std::size_t p = 0; p < wanted.size(); ++p) {
-    const FabricPort& fp = *wanted[p];
-    const exporter::Labels base{{"port", std::to_string(fp.number)}};
-    exporter::Labels info = base;
-    info.emplace_back("remote_guid", fp.remote_guid);
-    info.emplace_back("remote_name", fp.remote_name);
-    info.emplace_back("remote_port", fp.remote_port);
-    sink.info("rdma_pma_fabric_port_info", "The far end of a cabled port of a /pma target: its node GUID, name and port.",
-              std::move(info));
-    if (!failed[p]) emit_port(readings[p], "rdma_pma_fabric_port_", base, sink, Saturation::kOnlySaturated);
-  }
+  emit_node(*n, {}, sink);
+  for (std::size_t p = 0; p < wanted.size(); ++p) emit_fabric_port(*wanted[p], {}, failed[p] ? nullptr : &readings[p], sink);
   sink.gauge_u64("rdma_pma_fabric_target_ports_answered", "Ports of this target whose PortCounters answered.", {}, answered);
   sink.gauge_u64("rdma_pma_fabric_target_mads", "PMA MADs this target request sent, retries included.", {}, sent);
   exporter::TextAccumulator text;

@@ -95,7 +95,8 @@ def fat_tree(leaves, hosts, spines):
 
 
 class Sim:
-    def __init__(self, net=DEFAULT_NET, host="Hca1"):
+    def __init__(self, net=DEFAULT_NET, host="Hca1", ibsim_args=()):
+        """ibsim_args: e.g. ("-N", "4096", "-S", "512") for a fabric beyond ibsim's default node limits."""
         ensure_packages()
         self.dir = tempfile.mkdtemp(prefix="pma-ibsim-")
         self.procs = []
@@ -108,7 +109,7 @@ class Sim:
         self.buf = ""
         self.buf_cv = threading.Condition()
         self.log = open(os.path.join(self.dir, "ibsim.log"), "w")
-        self.ibsim = subprocess.Popen(["ibsim", "-s", "net"], cwd=self.dir, env=self.env, stdin=subprocess.PIPE,
+        self.ibsim = subprocess.Popen(["ibsim", "-s"] + list(ibsim_args) + ["net"], cwd=self.dir, env=self.env, stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
         threading.Thread(target=self._reader, daemon=True).start()
         self.seq = 0

@@ -131,9 +131,20 @@ def case_local(sim, exe):
     eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
 
 
-def switch_labels(port, remote, rport):
-    return {"node_guid": "0x0000000000200000", "node_name": "Switch1", "node_type": "switch", "port": str(port),
-            "remote_name": remote, "remote_port": str(rport)}
+SWITCH1 = "0x0000000000200000"
+HCA2 = "0x0000000000100002"
+
+
+def switch_port(port):
+    """Fabric port series are labelled node_guid and port; names are in the _info series."""
+    return {"node_guid": SWITCH1, "port": str(port)}
+
+
+def guid_of(m, name):
+    hits = [dict(l)["node_guid"] for n, l in m if n == "rdma_pma_fabric_node_info" and dict(l)["node_name"] == name]
+    if len(hits) != 1:
+        raise KeyError("node_info %s: %d" % (name, len(hits)))
+    return hits[0]
 
 
 def wait_refreshes(e, n, timeout=60):
@@ -172,7 +183,9 @@ def case_fabric(sim, exe):
     eq(get(m, "rdma_pma_fabric_ports_answered"), 8, "all 8 answered")
     for p, (remote, rport) in ports.items():
         rname = "compute-02" if remote == "Hca2" else remote
-        L = switch_labels(p, rname, rport)
+        L = switch_port(p)
+        eq(get(m, "rdma_pma_fabric_port_info", remote_name=rname, remote_port=rport, **L), 1,
+           "Switch1 port %d -> %s port %d in port_info" % (p, rname, rport))
         pq = sim.perfquery(sw, p)
         compare_errors(m, F, L, pq, sim.perfquery("--rcverr", sw, p), sim.perfquery("--xmtdisc", sw, p),
                        "Switch1 port %d" % p)
@@ -182,17 +195,21 @@ def case_fabric(sim, exe):
         after = sim.perfquery("-x", sw, p)["PortXmitData"] * 4
         check(4 * (10 ** 12 + p) <= xd <= after,
               "Switch1 port %d transmit bytes: set*4 %d <= exporter %d <= perfquery-after*4 %d" % (p, 4 * (10 ** 12 + p), xd, after))
-    eq(get(m, F + "transmit_wait_total", **switch_labels(1, "Hca1", 1)), 4294967295, "switch PortXmitWait saturates")
-    eq(get(m, F + "saturated", counter="transmit_wait", **switch_labels(1, "Hca1", 1)), 1, "switch saturation flag")
+    eq(get(m, F + "transmit_wait_total", **switch_port(1)), 4294967295, "switch PortXmitWait saturates")
+    eq(get(m, F + "saturated", counter="transmit_wait", **switch_port(1)), 1, "switch saturation flag")
     # remote HCA (through its own LID), named by the node-name-map
-    H2 = {"node_name": "compute-02", "node_type": "ca", "port": "1", "remote_name": "Switch1", "remote_port": "2",
-          "node_guid": "0x0000000000100002"}
+    H2 = {"node_guid": HCA2, "port": "1"}
+    eq(get(m, "rdma_pma_fabric_node_info", node_guid=HCA2, node_name="compute-02", node_description="Hca2", node_type="ca"),
+       1, "Hca2 named by the node-name-map in node_info, NodeDescription kept")
+    eq(get(m, "rdma_pma_fabric_port_info", remote_name="Switch1", remote_port=2, **H2), 1, "Hca2 port 1 -> Switch1 port 2")
+    check(all(set(dict(l)) == {"node_guid", "port"} for n, l in m
+              if n.startswith("rdma_pma_fabric_port_") and n.endswith("_total")), "counter series carry node_guid and port only")
     pq = sim.perfquery(lids["Hca2"][1], 1)
     compare_errors(m, F, H2, pq, sim.perfquery("--rcverr", lids["Hca2"][1], 1),
                    sim.perfquery("--xmtdisc", lids["Hca2"][1], 1), "remote Hca2")
     eq(get(m, F + "symbol_errors_total", **H2), 77, "remote Hca2 SymbolErrorCounter = set")
     eq(get(m, F + "receive_switch_relay_errors_total", **H2), 5, "remote Hca2 relay errors = set")
-    H32 = {"node_name": "Hca3", "port": "2", "remote_port": "4"}
+    H32 = {"node_guid": guid_of(m, "Hca3"), "port": "2"}
     eq(get(m, F + "link_downed_total", **H32), 6, "Hca3 port 2 (second CA port, own LID) LinkDowned = set")
     eq(get(m, F + "link_downed_total", **H32), sim.perfquery(lids["Hca3"][2], 2)["LinkDownedCounter"], "== perfquery")
     check(not any(n == "rdma_pma_fabric_mad_errors_total" for n, _ in m), "no MAD errors on a healthy fabric")
@@ -202,7 +219,7 @@ def case_fabric(sim, exe):
     # the snapshot moves on: a counter set now shows up after the next refreshes
     sim.set("Switch1", 3, "PortCounters.SymbolErrorCounter", 999)
     wait_refreshes(e, 2)
-    eq(get(e.metrics(), F + "symbol_errors_total", **switch_labels(3, "Hca3", 1)), 999, "refresh picks up new value")
+    eq(get(e.metrics(), F + "symbol_errors_total", **switch_port(3)), 999, "refresh picks up new value")
     eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
 
 
@@ -216,7 +233,7 @@ def case_faults(sim, exe):
                           and m)(e.metrics()), 60, what="Hca2 timeouts counted")
     check(get(m, "rdma_pma_fabric_mad_timeouts_total", node_name="Hca2") >= 2,
           "every attempt to Hca2 counted as a timeout (retries=1)")
-    check(get(m, "rdma_pma_fabric_port_symbol_errors_total", node_name="Switch1", port="1") >= 0,
+    check(get(m, "rdma_pma_fabric_port_symbol_errors_total", node_guid=SWITCH1, port="1") >= 0,
           "the rest of the fabric still exported during the drops")
     sim.cmd('Error "Hca2"[1] 0')
     # 2. pulled cable
@@ -511,7 +528,7 @@ def case_unsupported_fabric(sim, exe, library):
     for x in scrapes:
         check(pma_errors(x) == 0 and absent(x, "rdma_pma_fabric_mad_errors_total"), "no pma or fabric MAD errors")
     eq(get(m, "rdma_pma_fabric_ports_answered"), 8, "all 8 ports answered")
-    H2 = {"node_name": "Hca2", "port": "1"}
+    H2 = {"node_guid": HCA2, "port": "1"}
     pq = sim.perfquery(h2, 1)
     for field, suffix in PC_ERRORS.items():
         eq(get(m, F + suffix + "_total", **H2), pq[field], "Hca2 (refuses 3): %s == perfquery %s" % (suffix, field))
@@ -521,7 +538,7 @@ def case_unsupported_fabric(sim, exe, library):
           "Hca2 transmit bytes from the 32-bit PortCounters: set*4 %d <= exporter %d <= perfquery-after*4 %d"
           % (4 * 10 ** 6, xd, after))
     check_refused_port(m, F, H2, REFUSABLE, "Hca2")
-    SW4, SW3 = {"node_name": "Switch1", "port": "4"}, {"node_name": "Switch1", "port": "3"}
+    SW4, SW3 = switch_port(4), switch_port(3)
     check_refused_port(m, F, SW4, (0x16,), "Switch1 port 4")
     check_refused_port(m, F, SW3, (), "Switch1 port 3")
     eq(get(m, F + "receive_looping_errors_total", **SW4), sim.perfquery("--rcverr", sw, 4)["PortLoopingErrors"],
