@@ -382,6 +382,18 @@ def case_targets(sim, exe):
         names = wait_for(lambda: [r["metric"]["remote_name"] for p in shards for r in p.api("query", query=q)["result"]],
                          30, what="join")
         eq(names, ["spine0"], "the join brings the remote end's name (leaf0 port 3 -> spine0)")
+        # the shipped dashboard's per-port panels (names joined from the _info series) work on targets
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "dashboards",
+                               "rdma-ib-pma-fabric.json")) as f:
+            exprs = [t["expr"] for p in json.load(f)["panels"] for t in p.get("targets", [])
+                     if "rdma_pma_fabric_port_info" in t.get("expr", "")]
+        check(len(exprs) == 4, "4 dashboard panels join the fabric _info series")
+        for x in exprs:
+            q = (x.replace("$job", ".*").replace("$node", ".*").replace("$__rate_interval", "1m")
+                 .replace("$__range", "5m"))
+            rows = wait_for(lambda: [r["metric"] for p in shards for r in p.api("query", query=q)["result"]], 30, what=q)
+            check(all(r.get("node_name") and r.get("remote_name") for r in rows),
+                  "dashboard query gives named ports on targets (%d rows): %s" % (len(rows), x[:60]))
         # a node that stops answering: up 0 for it alone
         sim.cmd('Error "host1-1"[1] 100')
         dead = guid["host1-1"]
