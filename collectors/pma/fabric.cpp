@@ -464,7 +464,9 @@ TargetAnswer FabricLoop::read_target(std::uint64_t guid, const std::vector<int>&
     std::lock_guard lock(target_mu_);
     ++target_requests_["unreachable"];
     target_mads_ += sent;
-    return TargetAnswer{503, "target " + n->guid_label + " (" + n->name + ") did not answer: " + why + "\n"};
+    return TargetAnswer{503, "target " + n->guid_label + " (" + n->name + ") did not answer: " + why + " (MAD timeout " +
+                                 std::to_string(q.timeout.count()) + " ms, " + std::to_string(q.retries) +
+                                 " retries" + (budget ? ", fitted to the scrape timeout" : "") + ")\n"};
   };
   Learned known;
   bool have = false;

@@ -290,10 +290,11 @@ def case_faults(sim, exe):
     eq(e.stop(), 0, "local-only exporter exits 0 after the stop")
 
 
-def http_get(port, path):
+def http_get(port, path, headers=None):
     """(status, body) of GET path on the exporter, 4xx/5xx included."""
     try:
-        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=30) as r:
+        req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), headers=headers or {})
+        with urllib.request.urlopen(req, timeout=30) as r:
             return r.status, r.read().decode()
     except urllib.error.HTTPError as x:
         return x.code, x.read().decode()
@@ -406,6 +407,13 @@ def case_targets(sim, exe):
         eq(down, [dead], "only the unreachable node is down")
         check(get(e.metrics(), "rdma_pma_fabric_target_requests_total", result="unreachable") >= 1,
               "the exporter answered 503 within the scrape timeout (counted unreachable)")
+        # the MAD attempts follow the scrape timeout: 1.1 s less the 0.5 s offset over 2 rounds of 3 attempts
+        status, body = http_get(e.port, "/pma?target=" + dead, {"X-Prometheus-Scrape-Timeout-Seconds": "1.1"})
+        check(status == 503 and "MAD timeout 100 ms, 2 retries, fitted to the scrape timeout" in body,
+              "scrape timeout header shortens the MAD attempts: %d %r" % (status, body.strip()))
+        status, body = http_get(e.port, "/pma?target=" + dead)
+        check(status == 503 and "MAD timeout 200 ms, 2 retries)" in body,
+              "without the header the configured timeout: %d %r" % (status, body.strip()))
         sim.cmd('Error "host1-1"[1] 0')
         wait_for(lambda: any(prom_up(p).get(dead) == 1 for p in shards), 60, step=0.5, what="host1-1 up again")
     finally:
