@@ -73,7 +73,8 @@ def main():
     t0 = time.monotonic()
     nodes = leaves * hosts + leaves + spines
     sim = Sim(fat_tree(leaves, hosts, spines), host="host0-0",
-              ibsim_args=("-N", str(max(2048, nodes + 16)), "-S", str(max(256, leaves + spines + 16))))
+              ibsim_args=("-N", str(max(2048, nodes + 16)), "-S", str(max(256, leaves + spines + 16)),
+                          "-P", str(max(13312, 2 * (leaves * (2 * hosts + 2 * spines + 1) + spines)))))
     print("fabric: %d leaves x (%d hosts + %d uplinks), %d spines; ibsim + opensm --once ready in %.1f s"
           % (leaves, hosts, spines, spines, time.monotonic() - t0))
     try:

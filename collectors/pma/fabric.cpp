@@ -438,7 +438,7 @@ TargetAnswer FabricLoop::read_target(std::uint64_t guid, const std::vector<int>&
     if (ports.empty() || std::find(ports.begin(), ports.end(), fp.number) != ports.end()) wanted.push_back(&fp);
   if (wanted.empty()) {
     count_request("bad_request");
-    return {404, "target " + n->guid_label + " has no cabled port with a LID among those asked\n"};
+    return {400, "target " + n->guid_label + " has no cabled port with a LID among those asked\n"};
   }
   const std::shared_ptr<mad::MadClient> client_ref = client();
   if (!client_ref) {
