@@ -282,6 +282,13 @@ def dash_roce():
     ]
 
 
+def named(expr, sel):
+    """expr (series labelled node_guid, port) with the node and far-end names of the fabric _info series."""
+    sel = "{%s}" % sel if sel else ""
+    return ('%s * on(job, instance, node_guid, port) group_left(remote_name, remote_port) rdma_pma_fabric_port_info%s'
+            ' * on(job, instance, node_guid) group_left(node_name) rdma_pma_fabric_node_info%s' % (expr, sel, sel))
+
+
 def dash_pma():
     fab = 'job=~"$job", instance=~"$node"'
     return "rdma-ib-pma-fabric", "RDMA / InfiniBand PMA fabric", ["infiniband", "pma"], variables(), [
@@ -298,20 +305,20 @@ def dash_pma():
         ts("Local port error details", err_targets(PORT), unit="cps", w=24),
         row("Fabric (PMA fabric mode)"),
         ts("Switch port transmit wait (top 20)", [
-            target('topk(20, rate(rdma_pma_fabric_port_transmit_wait_total{%s}[%s]))' % (fab, RI),
+            target('topk(20, %s)' % named('rate(rdma_pma_fabric_port_transmit_wait_total{%s}[%s])' % (fab, RI), fab),
                    "{{node_name}} port {{port}} → {{remote_name}} {{remote_port}}")], w=24),
         ts("Switch port symbol errors (top 20)", [
-            target('topk(20, rate(rdma_pma_fabric_port_symbol_errors_total{%s}[%s]))' % (fab, RI),
+            target('topk(20, %s)' % named('rate(rdma_pma_fabric_port_symbol_errors_total{%s}[%s])' % (fab, RI), fab),
                    "{{node_name}} port {{port}} → {{remote_name}} {{remote_port}}")]),
         ts("Switch port receive errors (top 20)", [
-            target('topk(20, rate(rdma_pma_fabric_port_receive_errors_total{%s}[%s]))' % (fab, RI),
+            target('topk(20, %s)' % named('rate(rdma_pma_fabric_port_receive_errors_total{%s}[%s])' % (fab, RI), fab),
                    "{{node_name}} port {{port}} → {{remote_name}} {{remote_port}}")]),
         table("Cable ends (links with errors in range)", [
-            target('sum by (node_name, port, remote_name, remote_port) ('
-                   'increase(rdma_pma_fabric_port_symbol_errors_total{%s}[$__range]) + '
+            target('sum by (node_name, port, remote_name, remote_port) (%s)' % named(
+                   '(increase(rdma_pma_fabric_port_symbol_errors_total{%s}[$__range]) + '
                    'increase(rdma_pma_fabric_port_link_downed_total{%s}[$__range]) + '
-                   'increase(rdma_pma_fabric_port_receive_errors_total{%s}[$__range]))'
-                   % (fab, fab, fab), instant=True, fmt="table")], exclude=("Time",),
+                   'increase(rdma_pma_fabric_port_receive_errors_total{%s}[$__range]))' % (fab, fab, fab), fab),
+                   instant=True, fmt="table")], exclude=("Time",),
             desc="Symbol errors + link downed + receive errors per link in the range, with both cable ends."),
         ts("Fabric scrape duration", [
             target('rdma_pma_fabric_scrape_duration_seconds{%s}' % fab, "{{instance}}")], unit="s"),
@@ -434,6 +441,9 @@ def dashboard(uid, title, tags, templ, panels, documented, dropped):
 # --------------------------------------------------------------------------------------------
 P = 'job="rdma-exporter", instance="node1", device="mlx5_0", port="1"'
 J = 'job="rdma-exporter", instance="node1"'
+FABRIC_INFO = [
+    ('rdma_pma_fabric_port_info{%s, node_guid="0x1", port="3", remote_guid="0x2", remote_name="node7 mlx5_0", remote_port="1"}' % J, "1x40"),
+    ('rdma_pma_fabric_node_info{%s, node_guid="0x1", node_name="leaf1", node_description="leaf1", node_type="switch"}' % J, "1x40")]
 
 
 def alert(name, expr, for_, severity, summary, description, fire, quiet, labels, eval_at="20m"):
@@ -578,14 +588,12 @@ ALERTS = [
     ]),
     ("rdma-pma-fabric", [
         alert("RdmaFabricTransmitWaitHigh",
-              "rate(rdma_pma_fabric_port_transmit_wait_total[5m]) > 1e6", "15m", "warning",
+              named("rate(rdma_pma_fabric_port_transmit_wait_total[5m])", "") + " > 1e6", "15m", "warning",
               "Fabric congestion at {{ $labels.node_name }} port {{ $labels.port }}",
               "The port (towards {{ $labels.remote_name }} port {{ $labels.remote_port }}) waits {{ $value | humanize }} ticks/s for credits (PortXmitWait).",
-              [('rdma_pma_fabric_port_transmit_wait_total{%s, node_guid="0x1", node_name="leaf1", node_type="switch", port="3", remote_guid="0x2", remote_name="node7 mlx5_0", remote_port="1"}' % J,
-                "0+120000000x40")],
-              [('rdma_pma_fabric_port_transmit_wait_total{%s, node_guid="0x1", node_name="leaf1", node_type="switch", port="3", remote_guid="0x2", remote_name="node7 mlx5_0", remote_port="1"}' % J,
-                "0+6000x40")],
-              {"instance": "node1", "node_guid": "0x1", "node_name": "leaf1", "node_type": "switch", "port": "3", "remote_guid": "0x2", "remote_name": "node7 mlx5_0", "remote_port": "1"}, eval_at="30m"),
+              [('rdma_pma_fabric_port_transmit_wait_total{%s, node_guid="0x1", port="3"}' % J, "0+120000000x40")] + FABRIC_INFO,
+              [('rdma_pma_fabric_port_transmit_wait_total{%s, node_guid="0x1", port="3"}' % J, "0+6000x40")] + FABRIC_INFO,
+              {"instance": "node1", "node_guid": "0x1", "node_name": "leaf1", "port": "3", "remote_name": "node7 mlx5_0", "remote_port": "1"}, eval_at="30m"),
     ]),
     ("rdma-prober", [
         alert("RdmaProbeLoss",

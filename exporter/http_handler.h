@@ -3,7 +3,9 @@
 // concurrency admission as the telemetry path, and knows nothing else about it.
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -19,6 +21,12 @@ struct HttpResponse {
 // the raw (still percent-encoded) query string. May block (a probe runs for seconds); must not
 // throw (an exception becomes a 500).
 using HttpPathHandler = std::function<HttpResponse(std::string_view query)>;
+
+// Inside an HttpPathHandler: the request's X-Prometheus-Scrape-Timeout-Seconds less
+// --web.scrape-timeout-offset, parsed as for the telemetry path (scrape_timeout_from_header);
+// nullopt without a usable header or outside a handler. A handler that reads a target on demand
+// (the pma collector's /pma) bounds its work with it, as /metrics does.
+std::optional<std::chrono::milliseconds> request_scrape_timeout();
 
 struct HttpPath {
   std::string path;  // exact match, e.g. "/probe"

@@ -39,7 +39,11 @@ int log_message(const mg_connection*, const char* message) {
   return 1;
 }
 
+thread_local std::optional<std::chrono::milliseconds> t_request_timeout;
+
 }  // namespace
+
+std::optional<std::chrono::milliseconds> request_scrape_timeout() { return t_request_timeout; }
 
 std::optional<std::chrono::milliseconds> scrape_timeout_from_header(const char* value,
                                                                     std::chrono::milliseconds offset) {
@@ -200,6 +204,11 @@ int HttpServer::handle(mg_connection* conn) {
   }
   if (handlers_.extra_path && admit(conn)) {
     std::optional<HttpResponse> r;
+    struct Timeout {  // the header's budget, for this request only
+      ~Timeout() { t_request_timeout.reset(); }
+    } timeout_guard;
+    t_request_timeout =
+        scrape_timeout_from_header(mg_get_header(conn, "X-Prometheus-Scrape-Timeout-Seconds"), opts_.timeout_offset);
     try {
       r = handlers_.extra_path(uri, ri->query_string ? ri->query_string : "");
     } catch (const std::exception& e) {

@@ -4,35 +4,66 @@
 
 usage: bench.py <rdma_exporter> [leaves] [hosts_per_leaf] [spines] [perfquery_sample]
 Defaults: 18 leaves x (18 hosts + 18 uplinks), 18 spines -> 1296 cabled ports.
-Prints ports, fabric refresh time (with and without discovery), ports/s, the exporter's memory, and the
-perfquery loop.
+Prints, in one run: the snapshot (ports, refresh time with and without discovery, ports/s, bytes,
+memory); the per-node targets (discovery, /pma/targets, every target scraped at 8 and 32
+concurrent scrapes as Prometheus would: time, MADs per port, bytes per port for switch and CA
+targets, memory); and the perfquery loop.
 """
+import concurrent.futures
+import json
 import os
 import sys
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tests/ibsim"))
-from ibsim_harness import Exporter, Sim, get, wait_for  # noqa: E402
+from ibsim_harness import Exporter, Sim, fat_tree, get, wait_for  # noqa: E402
 
 
-def fat_tree(leaves, hosts, spines):
-    out = []
-    for s in range(spines):
-        out.append('Switch\t%d "spine%d"' % (max(leaves, 2), s))
-        for l in range(leaves):
-            out.append('[%d]\t"leaf%d"[%d]' % (l + 1, l, hosts + s + 1))
-        out.append("")
-    for l in range(leaves):
-        out.append('Switch\t%d "leaf%d"' % (hosts + spines, l))
-        for h in range(hosts):
-            out.append('[%d]\t"host%d-%d"[1]' % (h + 1, l, h))
-        for s in range(spines):
-            out.append('[%d]\t"spine%d"[%d]' % (hosts + s + 1, s, l + 1))
-        out.append("")
-    for l in range(leaves):
-        for h in range(hosts):
-            out.append('Hca\t1 "host%d-%d"\n[1]\t"leaf%d"[%d]\n' % (l, h, l, h + 1))
-    return "\n".join(out) + "\n"
+def rss_mib(pid):
+    status = dict(l.split(":", 1) for l in open("/proc/%d/status" % pid) if ":" in l)
+    return int(status["VmRSS"].split()[0]) / 1024, int(status["VmHWM"].split()[0]) / 1024
+
+
+def bench_targets(sim, exe):
+    """Per-node targets: Prometheus' view of the fabric (one /pma scrape per node)."""
+    t0 = time.monotonic()
+    e = Exporter(sim, exe, "--collector.pma.local=false", "--collector.pma.fabric", "--collector.pma.fabric-snapshot=false",
+                 "--collector.pma.fabric-discovery-period=1h", "--web.max-requests=64")
+    get_ = lambda path: urllib.request.urlopen("http://127.0.0.1:%d%s" % (e.port, path), timeout=600).read()
+    m = e.metrics()
+    ready = time.monotonic() - t0
+    disc = get(m, "rdma_pma_fabric_discovery_duration_seconds")
+    t = time.monotonic()
+    groups = json.loads(get_("/pma/targets"))
+    sd = time.monotonic() - t
+    ports = {g["targets"][0]: int(g["labels"]["__meta_rdma_node_ports"]) for g in groups}
+    types = {g["targets"][0]: g["labels"]["__meta_rdma_node_type"] for g in groups}
+    print("targets: exporter up with discovery in %.1f s (libibnetdisc %.3f s); /pma/targets %d nodes, %d ports, %d bytes in %.3f s"
+          % (ready, disc, len(groups), sum(ports.values()), len(json.dumps(groups)), sd))
+    for conc in (8, 32):
+        mads0 = get(e.metrics(), "rdma_pma_fabric_target_mads_total")
+        sizes = {}
+        t = time.monotonic()
+        with concurrent.futures.ThreadPoolExecutor(conc) as pool:
+            for guid, body in zip(ports, pool.map(lambda g: get_("/pma?target=" + g), ports)):
+                sizes[guid] = len(body)
+        took = time.monotonic() - t
+        m = e.metrics()
+        mads = get(m, "rdma_pma_fabric_target_mads_total") - mads0
+        failed = sum(v for (n, l), v in m.items() if n == "rdma_pma_fabric_target_requests_total"
+                     and dict(l)["result"] not in ("ok",))
+        by = {}
+        for guid, size in sizes.items():
+            b, p = by.get(types[guid], (0, 0))
+            by[types[guid]] = (b + size, p + ports[guid])
+        all_b, all_p = sum(sizes.values()), sum(ports.values())
+        print("targets: %d targets at %d concurrent scrapes in %.2f s = %.0f ports/s; %.2f MADs/port; not ok %d; "
+              "bytes/port %.0f overall, %s" % (len(ports), conc, took, all_p / took, mads / all_p, failed, all_b / all_p,
+                                                ", ".join("%s %.0f" % (k, b / p) for k, (b, p) in sorted(by.items()))))
+    rss, hwm = rss_mib(e.proc.pid)
+    print("targets: exporter memory RSS %.1f MiB, peak (VmHWM) %.1f MiB" % (rss, hwm))
+    e.stop()
 
 
 def main():
@@ -40,7 +71,10 @@ def main():
     leaves, hosts, spines = (int(a) for a in (sys.argv[2:5] + ["18", "18", "18"][len(sys.argv[2:5]):]))
     sample = int(sys.argv[5]) if len(sys.argv) > 5 else 200
     t0 = time.monotonic()
-    sim = Sim(fat_tree(leaves, hosts, spines), host="host0-0")
+    nodes = leaves * hosts + leaves + spines
+    sim = Sim(fat_tree(leaves, hosts, spines), host="host0-0",
+              ibsim_args=("-N", str(max(2048, nodes + 16)), "-S", str(max(256, leaves + spines + 16)),
+                          "-P", str(max(13312, 2 * (leaves * (2 * hosts + 2 * spines + 1) + spines)))))
     print("fabric: %d leaves x (%d hosts + %d uplinks), %d spines; ibsim + opensm --once ready in %.1f s"
           % (leaves, hosts, spines, spines, time.monotonic() - t0))
     try:
@@ -66,6 +100,7 @@ def main():
               % (get(m, "rdma_pma_fabric_refreshes_total"), 2, int(status["VmRSS"].split()[0]) / 1024,
                  int(status["VmHWM"].split()[0]) / 1024))
         e.stop()
+        bench_targets(sim, exe)
         # perfquery -x per port, as infiniband_exporter runs it: a sample of switch ports
         lids = sim.lids()
         targets = []

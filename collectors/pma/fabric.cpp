@@ -5,6 +5,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -55,6 +56,7 @@ std::unique_ptr<Topology> discover(const FabricOptions& o, const mad::NodeNameMa
     node.guid = n->guid;
     node.guid_label = mad::guid_label(n->guid);
     node.name = name_of(n);
+    node.description = trim_desc(n->nodedesc);
     node.type = type_label(n->type);
     const bool sw = n->type == IB_NODE_SWITCH;
     if (sw && n->ports && n->ports[0]) node.lid = n->ports[0]->base_lid;
@@ -71,11 +73,41 @@ std::unique_ptr<Topology> discover(const FabricOptions& o, const mad::NodeNameMa
       if (node.lid == 0) node.lid = fp.lid;
       node.ports.push_back(std::move(fp));
     }
+    topo->by_guid.emplace(node.guid, topo->nodes.size());
     topo->nodes.push_back(std::move(node));
   }
   ibnd_destroy_fabric(f);
   return topo;
 }
+
+namespace {
+// The series of a fabric node and its ports, the same in the snapshot and in a /pma answer:
+// counters labelled `node_guid, port` only (a /pma target leaves node_guid to its target label),
+// names in the two _info series joined on them: names are long and would repeat on each of the
+// ~22 counter series of every port (12 KB a port with them, under 2 KB without).
+void emit_node(const FabricNode& n, const exporter::Labels& node, exporter::MetricSink& out) {
+  exporter::Labels l = node;
+  l.emplace_back("node_name", n.name);
+  l.emplace_back("node_description", n.description);
+  l.emplace_back("node_type", n.type);
+  out.info("rdma_pma_fabric_node_info",
+           "A fabric node: its name (node-name-map, else NodeDescription), NodeDescription and type (switch, ca, router).",
+           std::move(l));
+}
+
+void emit_fabric_port(const FabricPort& fp, const exporter::Labels& node, const PortReadings* r,
+                      exporter::MetricSink& out) {
+  exporter::Labels base = node;
+  base.emplace_back("port", std::to_string(fp.number));
+  exporter::Labels info = base;
+  info.emplace_back("remote_guid", fp.remote_guid);
+  info.emplace_back("remote_name", fp.remote_name);
+  info.emplace_back("remote_port", fp.remote_port);
+  out.info("rdma_pma_fabric_port_info", "A cabled fabric port and its far end: node GUID, name and port number.",
+           std::move(info));
+  if (r) emit_port(*r, "rdma_pma_fabric_port_", base, out, Saturation::kOnlySaturated);
+}
+}  // namespace
 
 FabricLoop::FabricLoop(FabricOptions o) : o_(std::move(o)) {
   if (!o_.node_name_map.empty()) {
@@ -99,8 +131,12 @@ void FabricLoop::start() {
   // pma_collector.cpp.)
   try {
     std::string err;
-    if (!client_) client_ = mad::MadClient::shared(o_.ca, o_.port, &err);
-    if (client_) rediscover(&err);
+    if (!client()) {
+      auto c = mad::MadClient::shared(o_.ca, o_.port, &err);
+      std::lock_guard t(topo_mu_);
+      client_ = std::move(c);
+    }
+    if (client()) rediscover(&err);
   } catch (const std::exception& e) {
     spdlog::warn("pma fabric: first discovery failed: {}", e.what());
   }
@@ -137,7 +173,26 @@ void FabricLoop::publish(std::string text) {
   snap_ = std::move(s);
 }
 
+std::shared_ptr<const Topology> FabricLoop::topology() const {
+  std::lock_guard lock(topo_mu_);
+  return topo_;
+}
+
+std::shared_ptr<mad::MadClient> FabricLoop::client() const {
+  std::lock_guard lock(topo_mu_);
+  return client_;
+}
+
 void FabricLoop::collect(exporter::MetricSink& out) const {
+  {
+    std::lock_guard lock(target_mu_);
+    for (const auto& [result, count] : target_requests_)
+      out.counter("rdma_pma_fabric_target_requests_total",
+                  "/pma target requests by result (ok, partial, unreachable, bad_request, unknown_target).",
+                  {{"result", result}}, count);
+    out.counter("rdma_pma_fabric_target_mads_total", "PMA MADs sent for /pma target requests, retries included.", {},
+                target_mads_);
+  }
   std::shared_ptr<const Snapshot> s;
   {
     std::lock_guard lock(snap_mu_);
@@ -151,13 +206,20 @@ void FabricLoop::collect(exporter::MetricSink& out) const {
 
 bool FabricLoop::rediscover(std::string* err) {
   const auto d0 = Clock::now();
-  auto t = client_->exclusive([&] {
+  auto t = client()->exclusive([&] {
     std::lock_guard setup(mad::umad_setup_mutex());
     return discover(o_, names_, err);
   });
   discovery_seconds_ = std::chrono::duration<double>(Clock::now() - d0).count();
   if (!t) return false;
-  topo_ = std::move(t);
+  {
+    std::lock_guard lock(topo_mu_);
+    topo_ = std::move(t);
+  }
+  {
+    std::lock_guard lock(target_mu_);
+    target_learned_.clear();
+  }
   learned_.clear();
   discovered_at_ = Clock::now();
   rediscover_ = false;
@@ -168,15 +230,17 @@ void FabricLoop::refresh_once() {
   const auto t0 = Clock::now();
   exporter::TextAccumulator text;  // the port series, node by node
   exporter::MetricSink sink;       // the loop's own series
-  if (!client_) {
+  if (!client()) {
     std::string err;
-    client_ = mad::MadClient::shared(o_.ca, o_.port, &err);
+    auto c = mad::MadClient::shared(o_.ca, o_.port, &err);
+    std::lock_guard lock(topo_mu_);
+    client_ = std::move(c);
     if (!client_) {
       ++discovery_errors_;
       spdlog::warn("pma fabric: cannot open MAD port: {}", err);
     }
   }
-  if (client_ && (rediscover_ || !topo_ || Clock::now() - discovered_at_ >= o_.discovery_period)) {
+  if (client() && (rediscover_ || !topology() || Clock::now() - discovered_at_ >= o_.discovery_period)) {
     std::string err;
     if (!rediscover(&err)) {
       ++discovery_errors_;
@@ -185,8 +249,14 @@ void FabricLoop::refresh_once() {
   }
   std::size_t ports_ok = 0, ports_seen = 0;
   std::map<std::string, std::uint64_t> nodes_by_type;
-  if (client_ && topo_) {
-    auto& nodes = topo_->nodes;
+  const std::shared_ptr<const Topology> topo = topology();
+  if (topo)
+    for (const auto& n : topo->nodes) {
+      ++nodes_by_type[n.type];
+      ports_seen += n.ports.size();
+    }
+  if (client_ && topo && o_.snapshot) {
+    const auto& nodes = topo->nodes;
     auto count_error = [this](const FabricNode& n, mad::Outcome o) {
       auto& e = node_errors_[n.guid_label];
       e.name = n.name;
@@ -247,7 +317,6 @@ void FabricLoop::refresh_once() {
       return it == l.refused.end() ? AttrSet{} : it->second;
     };
     for (std::size_t i = 0; i < nodes.size(); ++i) {
-      ++nodes_by_type[nodes[i].type];
       auto known = learned_.find(nodes[i].guid_label);
       if (known == learned_.end()) continue;
       for (std::size_t p = 0; p < nodes[i].ports.size(); ++p) {
@@ -300,14 +369,11 @@ void FabricLoop::refresh_once() {
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       const FabricNode& n = nodes[i];
       exporter::MetricSink node_sink;  // rendered after each node: samples never pile up
+      const exporter::Labels node{{"node_guid", n.guid_label}};
+      if (!n.ports.empty()) emit_node(n, node, node_sink);
       for (std::size_t p = 0; p < n.ports.size(); ++p) {
-        const FabricPort& fp = n.ports[p];
-        ++ports_seen;
         if (!failed[i][p] && readings[i][p].pc) ++ports_ok;
-        exporter::Labels base{{"node_guid", n.guid_label}, {"node_name", n.name},       {"node_type", n.type},
-                              {"port", std::to_string(fp.number)}, {"remote_guid", fp.remote_guid},
-                              {"remote_name", fp.remote_name}, {"remote_port", fp.remote_port}};
-        emit_port(readings[i][p], "rdma_pma_fabric_port_", base, node_sink);
+        emit_fabric_port(n.ports[p], node, &readings[i][p], node_sink);
       }
       if (auto known = learned_.find(n.guid_label); known != learned_.end() && !n.ports.empty()) {
         AttrSet refused;
@@ -329,8 +395,10 @@ void FabricLoop::refresh_once() {
              discovery_seconds_);
   for (const auto& [type, count] : nodes_by_type)
     sink.gauge_u64("rdma_pma_fabric_nodes", "Nodes in the discovered fabric, by node type.", {{"type", type}}, count);
-  sink.gauge_u64("rdma_pma_fabric_ports", "Cabled ports with a LID queried in the last refresh.", {}, ports_seen);
-  sink.gauge_u64("rdma_pma_fabric_ports_answered", "Ports whose PortCounters answered in the last refresh.", {}, ports_ok);
+  sink.gauge_u64("rdma_pma_fabric_ports", "Cabled ports with a LID in the discovered fabric.", {}, ports_seen);
+  if (o_.snapshot)
+    sink.gauge_u64("rdma_pma_fabric_ports_answered", "Ports whose PortCounters answered in the last refresh.", {},
+                   ports_ok);
   sink.counter("rdma_pma_fabric_refreshes_total", "Fabric refreshes run since start.", {}, refreshes_);
   sink.counter("rdma_pma_fabric_mads_total", "PMA MADs sent by fabric mode, retries included.", {}, mads_);
   sink.counter("rdma_pma_fabric_stray_replies_total", "Replies that matched no outstanding request (late or duplicate).",
@@ -350,6 +418,173 @@ void FabricLoop::refresh_once() {
   // A refresh of a large fabric allocates and frees megabytes of text and samples; hand the
   // pages back instead of keeping the peak resident until the next refresh.
   malloc_trim(0);
+}
+
+void FabricLoop::count_request(const std::string& result) {
+  std::lock_guard lock(target_mu_);
+  ++target_requests_[result];
+}
+
+TargetAnswer FabricLoop::read_target(std::uint64_t guid, const std::vector<int>& ports,
+                                     std::optional<std::chrono::milliseconds> budget) {
+  const std::shared_ptr<const Topology> topo = topology();
+  const FabricNode* n = topo ? topo->find(guid) : nullptr;
+  if (!n) {
+    count_request("unknown_target");
+    return {404, "unknown target " + mad::guid_label(guid) + ": not a node of the last fabric discovery (see /pma/targets)\n"};
+  }
+  std::vector<const FabricPort*> wanted;
+  for (const FabricPort& fp : n->ports)
+    if (ports.empty() || std::find(ports.begin(), ports.end(), fp.number) != ports.end()) wanted.push_back(&fp);
+  if (wanted.empty()) {
+    count_request("bad_request");
+    return {400, "target " + n->guid_label + " has no cabled port with a LID among those asked\n"};
+  }
+  const std::shared_ptr<mad::MadClient> client_ref = client();
+  if (!client_ref) {
+    count_request("unreachable");
+    return {503, "the exporter's MAD port is not open\n"};
+  }
+  // Two rounds at most (ClassPortInfo, then the counters), each with its retries, within the
+  // budget; the MAD queue may add a wait behind other targets, which the offset covers.
+  mad::QueryOptions q = o_.query;
+  if (budget) {
+    const auto per_attempt = *budget / (2 * (q.retries + 1));
+    q.timeout = std::max(std::chrono::milliseconds(10), std::min(q.timeout, per_attempt));
+  }
+  std::uint64_t sent = 0;
+  auto query = [&](const std::vector<mad::PmaQuery>& qs) {
+    mad::QueryStats st;
+    auto r = client_ref->query(qs, q, &st);
+    sent += st.sent;
+    return r;
+  };
+  auto fail = [&](const std::string& why) {
+    rediscover_ = true;  // the node may have gone: the loop looks again
+    std::lock_guard lock(target_mu_);
+    ++target_requests_["unreachable"];
+    target_mads_ += sent;
+    return TargetAnswer{503, "target " + n->guid_label + " (" + n->name + ") did not answer: " + why + " (MAD timeout " +
+                                 std::to_string(q.timeout.count()) + " ms, " + std::to_string(q.retries) +
+                                 " retries" + (budget ? ", fitted to the scrape timeout" : "") + ")\n"};
+  };
+  Learned known;
+  bool have = false;
+  {
+    std::lock_guard lock(target_mu_);
+    if (auto it = target_learned_.find(n->guid_label); it != target_learned_.end()) known = it->second, have = true;
+  }
+  if (!have) {
+    const mad::PmaQuery cpi{n->lid, 0, mad::PmaAttr::kClassPortInfo};
+    auto r = query({cpi});
+    PortReadings pr;
+    if (r[0].outcome != mad::Outcome::kOk || !store(pr, cpi.attr, r[0]))
+      return fail("ClassPortInfo " + std::string(mad::outcome_label(r[0].outcome)));
+    known.cap = pr.cap_mask;
+  }
+  struct Slot {
+    std::size_t port;
+    mad::PmaAttr attr;
+  };
+  std::vector<mad::PmaQuery> qs;
+  std::vector<Slot> slots;
+  for (std::size_t p = 0; p < wanted.size(); ++p) {
+    auto it = known.refused.find(wanted[p]->number);
+    AttrSet skip = it == known.refused.end() ? AttrSet{} : it->second;
+    if (!o_.error_details) {  // the default set: PortCounters + PortCountersExtended, 2 MADs a port
+      skip.add(mad::PmaAttr::kPortRcvErrorDetails);
+      skip.add(mad::PmaAttr::kPortXmitDiscardDetails);
+    }
+    for (auto a : attributes_for(known.cap, o_.vl_xmit_wait, skip)) {
+      qs.push_back({wanted[p]->lid, wanted[p]->number, a});
+      slots.push_back({p, a});
+    }
+  }
+  auto replies = query(qs);
+  std::vector<PortReadings> readings(wanted.size());
+  std::vector<bool> failed(wanted.size(), false);
+  for (auto& r : readings) r.cap_mask = known.cap;
+  std::string first_error;
+  for (std::size_t k = 0; k < qs.size(); ++k) {
+    const auto& rep = replies[k];
+    PortReadings& r = readings[slots[k].port];
+    if (rep.outcome == mad::Outcome::kOk && store(r, slots[k].attr, rep)) continue;
+    if (says_unsupported(slots[k].attr, rep)) {
+      known.refused[wanted[slots[k].port]->number].add(slots[k].attr);
+      continue;
+    }
+    failed[slots[k].port] = true;
+    r.ext_failed |= slots[k].attr == mad::PmaAttr::kPortCountersExtended;
+    if (first_error.empty())
+      first_error = "port " + std::to_string(wanted[slots[k].port]->number) + " " +
+                    std::string(mad::attr_name(slots[k].attr)) + " " +
+                    std::string(rep.outcome == mad::Outcome::kOk ? "malformed" : mad::outcome_label(rep.outcome));
+  }
+  std::size_t answered = 0;
+  for (std::size_t p = 0; p < wanted.size(); ++p) answered += !failed[p] && readings[p].pc;
+  if (answered == 0) return fail(first_error.empty() ? "no PortCounters" : first_error);
+  const bool partial = answered < wanted.size();
+  {
+    std::lock_guard lock(target_mu_);
+    if (!partial) target_learned_[n->guid_label] = known;  // a failed port is asked ClassPortInfo again
+    ++target_requests_[partial ? "partial" : "ok"];
+    target_mads_ += sent;
+  }
+  // The series carry only `port`: the target (and its node_guid label from /pma/targets) names
+  // the node, and names live in the two _info series, so that a port costs well under 2 KB.
+  exporter::MetricSink sink;
+  emit_node(*n, {}, sink);
+  for (std::size_t p = 0; p < wanted.size(); ++p) emit_fabric_port(*wanted[p], {}, failed[p] ? nullptr : &readings[p], sink);
+  sink.gauge_u64("rdma_pma_fabric_target_ports_answered", "Ports of this target whose PortCounters answered.", {}, answered);
+  sink.gauge_u64("rdma_pma_fabric_target_mads", "PMA MADs this target request sent, retries included.", {}, sent);
+  exporter::TextAccumulator text;
+  text.add(std::move(sink));
+  return {200, std::move(text).finish()};
+}
+
+namespace {
+void append_json_string(std::string& out, std::string_view v) {
+  out += '"';
+  for (unsigned char c : v) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  out += '"';
+}
+}  // namespace
+
+std::string FabricLoop::targets_json(std::string_view type) const {
+  // One target group per node: its labels differ. `node_guid` becomes a target label (the /pma
+  // series join their _info on it and `port`); the __meta_ labels are there for relabelling.
+  std::string out = "[";
+  const std::shared_ptr<const Topology> topo = topology();
+  bool first = true;
+  for (const FabricNode& n : topo ? topo->nodes : std::vector<FabricNode>{}) {
+    if (n.ports.empty() || (!type.empty() && type != n.type)) continue;
+    if (!first) out += ',';
+    first = false;
+    out += "\n{\"targets\":[";
+    append_json_string(out, n.guid_label);
+    out += "],\"labels\":{\"node_guid\":";
+    append_json_string(out, n.guid_label);
+    out += ",\"__meta_rdma_node_name\":";
+    append_json_string(out, n.name);
+    out += ",\"__meta_rdma_node_description\":";
+    append_json_string(out, n.description);
+    out += ",\"__meta_rdma_node_type\":";
+    append_json_string(out, n.type);
+    out += ",\"__meta_rdma_node_ports\":\"" + std::to_string(n.ports.size()) + "\"}}";
+  }
+  out += "\n]\n";
+  return out;
 }
 
 }  // namespace rdma::collectors::pma

@@ -1,6 +1,10 @@
-// Fabric mode: libibnetdisc discovery, then every cabled port of every node over LID-routed PMA
-// MADs (bounded window, timeouts, retries) on a background loop that publishes an immutable
-// snapshot; collect() only copies the last snapshot out.
+// Fabric mode: libibnetdisc discovery on a background loop, and the PMA counters of the
+// discovered nodes over LID-routed MADs (bounded window, timeouts, retries), served two ways:
+//  - snapshot: the loop reads every cabled port of every node and publishes an immutable text
+//    that collect() copies out (one scrape holds the whole fabric: small fabrics);
+//  - targets: /pma?target=<node GUID> reads one node on demand and /pma/targets lists the nodes
+//    for Prometheus' http_sd_configs, so that Prometheus schedules, times out and shards the
+//    fabric itself (the multi-target pattern of snmp_exporter and blackbox_exporter).
 #pragma once
 
 #include <atomic>
@@ -10,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -29,6 +34,8 @@ struct FabricOptions {
   std::chrono::milliseconds discovery_period{600000};
   std::string node_name_map;  // file path, "" = none
   bool vl_xmit_wait = false;
+  bool snapshot = true;  // false: the loop only discovers; counters are read per target
+  bool error_details = false;  // targets also read PortRcvErrorDetails and PortXmitDiscardDetails
   mad::QueryOptions query;
 };
 
@@ -39,12 +46,24 @@ struct FabricPort {
 };
 struct FabricNode {
   std::uint64_t guid = 0;
-  std::string guid_label, name, type;  // type: switch, ca, router
+  std::string guid_label, name, type;  // type: switch, ca, router; name: node-name-map, else description
+  std::string description;             // NodeDescription as the node reports it
   std::uint16_t lid = 0;               // where ClassPortInfo goes (switch port 0, else first port)
   std::vector<FabricPort> ports;
 };
 struct Topology {
   std::vector<FabricNode> nodes;
+  std::map<std::uint64_t, std::size_t> by_guid;  // node GUID -> index in nodes
+  const FabricNode* find(std::uint64_t guid) const {
+    auto it = by_guid.find(guid);
+    return it == by_guid.end() ? nullptr : &nodes[it->second];
+  }
+};
+
+// The answer to one target request (the HTTP layer wraps it).
+struct TargetAnswer {
+  int status = 200;
+  std::string body;
 };
 
 // Discovers the fabric with libibnetdisc; names from the map, else NodeDescription.
@@ -64,6 +83,17 @@ class FabricLoop {
   // Discovers the fabric with the MAD port held exclusively; keeps the old topology on failure.
   bool rediscover(std::string* err);
 
+  // /pma?target=: the counters of the cabled ports of node `guid` (all when `ports` is empty),
+  // read now, each MAD attempt shortened so that the whole read fits `budget` when given (the
+  // scrape timeout). 404 for a node the last discovery did not find, 503 when no port answered.
+  // Safe to call from several threads and alongside the loop.
+  TargetAnswer read_target(std::uint64_t guid, const std::vector<int>& ports, std::optional<std::chrono::milliseconds> budget);
+  // /pma/targets: the discovered nodes with cabled ports (of node type `type` unless empty), as
+  // http_sd_configs JSON.
+  std::string targets_json(std::string_view type = {}) const;
+  // A request refused before any MAD (bad or unknown target): counted by reason.
+  void count_request(const std::string& result);
+
  private:
   struct Snapshot {
     std::shared_ptr<const std::string> text;  // rendered once per refresh: scrapes share it
@@ -71,12 +101,15 @@ class FabricLoop {
   };
   void run();
   void publish(std::string text);
+  std::shared_ptr<const Topology> topology() const;
+  std::shared_ptr<mad::MadClient> client() const;
 
   FabricOptions o_;
   mad::NodeNameMap names_;
-  std::unique_ptr<Topology> topo_;
+  std::shared_ptr<const Topology> topo_;  // replaced whole by rediscover(), under topo_mu_
+  mutable std::mutex topo_mu_;           // topo_ and client_
   std::chrono::steady_clock::time_point discovered_at_{};
-  bool rediscover_ = true;
+  std::atomic<bool> rediscover_{true};
   double discovery_seconds_ = 0;
   // What each node's agent said about itself (node guid -> ClassPortInfo CapabilityMask, and the
   // optional attributes each port number refused). A node is here once its ClassPortInfo answered;
@@ -95,6 +128,11 @@ class FabricLoop {
   std::map<std::string, NodeErrors> node_errors_;    // cumulative, by node guid
   std::uint64_t refreshes_ = 0, mads_ = 0, discovery_errors_ = 0, stray_ = 0;
   std::shared_ptr<mad::MadClient> client_;
+  // Target mode's own knowledge of each node's agent (learned_ belongs to the loop thread).
+  mutable std::mutex target_mu_;
+  std::map<std::string, Learned> target_learned_;
+  std::map<std::string, std::uint64_t> target_requests_;  // by result
+  std::uint64_t target_mads_ = 0;
 
   mutable std::mutex snap_mu_;
   std::shared_ptr<const Snapshot> snap_;

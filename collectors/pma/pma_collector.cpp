@@ -2,14 +2,17 @@
 // (what perfquery does), instead of sysfs.
 //  - local mode (default on): every local InfiniBand port libibumad lists, queried through its
 //    own umad port at its own LID, synchronously at scrape time (a handful of MADs);
-//  - fabric mode (opt-in): every cabled port of the fabric libibnetdisc finds, refreshed on a
-//    background loop; collect() copies the last snapshot.
+//  - fabric mode (opt-in): the fabric libibnetdisc finds, on a background loop: either every
+//    cabled port refreshed into a snapshot that collect() copies, or (fabric-snapshot false) one
+//    node per request at /pma?target=<node GUID>, listed for Prometheus at /pma/targets.
 // Counters are only read (Get); this collector never sends a Set, so it never resets counters.
 #include <spdlog/spdlog.h>
 
 #include <map>
 #include <memory>
 #include <cerrno>
+#include <charconv>
+#include <optional>
 #include <set>
 #include <unistd.h>
 
@@ -46,7 +49,93 @@ class PmaCollector final : public exporter::Collector {
     if (fabric_) fabric_->collect(out);
   }
 
+  std::vector<exporter::HttpPath> http_paths() override {
+    if (!fabric_) return {};
+    FabricLoop* f = fabric_.get();
+    return {{"/pma", [f](std::string_view query) { return serve_target(*f, query); }},
+            {"/pma/targets", [f](std::string_view query) { return serve_targets(*f, query); }}};
+  }
+
  private:
+  // "%2C" -> ","; nullopt for a broken escape. Prometheus encodes params (`ports=1,2` arrives as
+  // ports=1%2C2).
+  static std::optional<std::string> percent_decode(std::string_view v) {
+    std::string out;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (v[i] == '+') {
+        out += ' ';
+      } else if (v[i] != '%') {
+        out += v[i];
+      } else {
+        unsigned x = 0;
+        if (i + 2 >= v.size()) return std::nullopt;
+        auto [end, ec] = std::from_chars(v.data() + i + 1, v.data() + i + 3, x, 16);
+        if (ec != std::errc() || end != v.data() + i + 3) return std::nullopt;
+        out += static_cast<char>(x);
+        i += 2;
+      }
+    }
+    return out;
+  }
+
+  static exporter::HttpResponse bad(FabricLoop& f, std::string why) {
+    f.count_request("bad_request");
+    return {400, "text/plain; charset=utf-8", std::move(why) + "\n"};
+  }
+
+  // /pma/targets[?type=switch|ca|router]
+  static exporter::HttpResponse serve_targets(FabricLoop& f, std::string_view query) {
+    std::string type;
+    if (!query.empty()) {
+      if (query != "type=switch" && query != "type=ca" && query != "type=router")
+        return bad(f, "/pma/targets takes only type=switch, type=ca or type=router");
+      type = std::string(query.substr(5));
+    }
+    return {200, "application/json", f.targets_json(type)};
+  }
+
+  // /pma?target=0x<16 hex digits>[&ports=1,2,...]
+  static exporter::HttpResponse serve_target(FabricLoop& f, std::string_view query) {
+    std::optional<std::string> target, ports;
+    while (!query.empty()) {
+      const auto amp = query.find('&');
+      const std::string_view kv = query.substr(0, amp);
+      query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+      const auto eq = kv.find('=');
+      const std::string_view key = kv.substr(0, eq);
+      auto value = percent_decode(eq == std::string_view::npos ? std::string_view{} : kv.substr(eq + 1));
+      if (!value) return bad(f, "malformed percent-encoding in parameter '" + std::string(key) + "'");
+      if (key == "target") target = std::move(value);
+      else if (key == "ports") ports = std::move(value);
+      else return bad(f, "unknown parameter '" + std::string(key) + "' (target, ports)");
+    }
+    if (!target) return bad(f, "missing parameter 'target' (a node GUID from /pma/targets, e.g. target=0x0002c90300a1b2c3)");
+    std::string_view t = *target;
+    std::uint64_t guid = 0;
+    const bool hex = t.starts_with("0x") || t.starts_with("0X");
+    if (hex) t.remove_prefix(2);
+    auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), guid, 16);
+    if (!hex || t.empty() || t.size() > 16 || ec != std::errc() || end != t.data() + t.size())
+      return bad(f, "target '" + *target + "' is not a node GUID (0x followed by up to 16 hex digits)");
+    std::vector<int> port_list;
+    if (ports) {
+      std::string_view p = *ports;
+      while (!p.empty()) {
+        const auto comma = p.find(',');
+        const std::string_view item = p.substr(0, comma);
+        p = comma == std::string_view::npos ? std::string_view{} : p.substr(comma + 1);
+        int n = 0;
+        auto [e, c] = std::from_chars(item.data(), item.data() + item.size(), n);
+        if (item.empty() || c != std::errc() || e != item.data() + item.size() || n < 1 || n > 254)
+          return bad(f, "ports '" + *ports + "' is not a comma-separated list of port numbers 1-254");
+        port_list.push_back(n);
+      }
+    }
+    TargetAnswer a = f.read_target(guid, port_list, exporter::request_scrape_timeout());
+    return {a.status, a.status == 200 ? "text/plain; version=0.0.4; charset=utf-8" : "text/plain; charset=utf-8",
+            std::move(a.body)};
+  }
+
   struct PortState {
     // What the port's agent said about itself: learned again when the port changes (another LID
     // or port GUID, or not ACTIVE in a scrape) and after a failed query (it may have restarted).
@@ -234,6 +323,13 @@ RDMA_REGISTER_COLLECTOR({
             {"fabric-period", exporter::OptionType::kDuration, "60s", "Fabric refresh period."},
             {"fabric-discovery-period", exporter::OptionType::kDuration, "10m",
              "Re-discover the fabric at most this often (and after unreachable nodes)."},
+            {"fabric-snapshot", exporter::OptionType::kBool, "true",
+             "Fabric mode: read every cabled port on the loop into /metrics (small fabrics). false: the loop only "
+             "discovers, and Prometheus scrapes each node at /pma?target=<GUID>, found at /pma/targets (large "
+             "fabrics, sharded by hashmod; see docs/fabric.md)."},
+            {"fabric-error-details", exporter::OptionType::kBool, "false",
+             "/pma targets also read PortRcvErrorDetails and PortXmitDiscardDetails (2 more MADs and 10 more series "
+             "per port; the snapshot always reads them)."},
             {"fabric-vl-xmit-wait", exporter::OptionType::kBool, "false",
              "Fabric mode: also read PortVLXmitWaitCounters (one more MAD per port)."},
             {"node-name-map", exporter::OptionType::kString, "",
@@ -260,6 +356,8 @@ RDMA_REGISTER_COLLECTOR({
           throw exporter::ConfigError(s.origin("node-name-map") + ": key 'collectors.pma.node_name_map': cannot read '" +
                                       f.node_name_map + "'");
         f.vl_xmit_wait = s.boolean("fabric-vl-xmit-wait");
+        f.snapshot = s.boolean("fabric-snapshot");
+        f.error_details = s.boolean("fabric-error-details");
         f.query = local.query;
         fabric = std::make_unique<FabricLoop>(std::move(f));
       }

@@ -73,16 +73,17 @@ const std::vector<Def>& defs() {
 }
 
 void emit(const std::string& prefix, const Def& d, unsigned width, std::uint64_t raw, const exporter::Labels& base,
-          exporter::MetricSink& out) {
+          Saturation saturation, exporter::MetricSink& out) {
   // raw fits in 64 bits / 4 for every 64-bit data counter a real port reaches; guard anyway.
   const std::uint64_t v = (d.scale > 1 && raw > UINT64_MAX / d.scale) ? UINT64_MAX : raw * d.scale;
   out.counter(prefix + d.name + "_total", d.help, base, v);
-  if (width < 64) {
+  const bool saturated = width < 64 && raw >= ((std::uint64_t{1} << width) - 1);
+  if (width < 64 && (saturated || saturation == Saturation::kEveryCounter)) {
     exporter::Labels l = base;
     l.emplace_back("counter", d.name);
     out.gauge(prefix + "saturated",
               "1 when a PMA counter narrower than 64 bits sits at its maximum and has stopped counting.", std::move(l),
-              raw >= ((std::uint64_t{1} << width) - 1) ? 1.0 : 0.0);
+              saturated ? 1.0 : 0.0);
   }
 }
 
@@ -132,13 +133,14 @@ bool store(PortReadings& r, PmaAttr attr, const mad::PmaReply& reply) {
   return false;
 }
 
-void emit_port(const PortReadings& r, const std::string& prefix, const exporter::Labels& base, exporter::MetricSink& out) {
+void emit_port(const PortReadings& r, const std::string& prefix, const exporter::Labels& base, exporter::MetricSink& out,
+               Saturation saturation) {
   const bool full_ext = r.ext && (r.cap_mask & mad::kCapExtWidth);
   for (const Def& d : defs()) {
     const std::string name = d.name;
     if (name == "transmit_wait") {
       // Only valid when ClassPortInfo says so (perfquery's rule).
-      if (r.pc && (r.cap_mask & mad::kCapXmitWait)) emit(prefix, d, 32, r.pc->xmit_wait, base, out);
+      if (r.pc && (r.cap_mask & mad::kCapXmitWait)) emit(prefix, d, 32, r.pc->xmit_wait, base, saturation, out);
       continue;
     }
     if (name == "transmit_bytes" || name == "receive_bytes" || name == "transmit_packets" || name == "receive_packets") {
@@ -146,15 +148,15 @@ void emit_port(const PortReadings& r, const std::string& prefix, const exporter:
       const bool bytes = name.ends_with("bytes");
       if (r.ext) {
         emit(prefix, d, 64, bytes ? (tx ? r.ext->xmit_data : r.ext->rcv_data) : (tx ? r.ext->xmit_pkts : r.ext->rcv_pkts),
-             base, out);
+             base, saturation, out);
       } else if (r.pc && !r.ext_failed) {
         emit(prefix, d, 32, bytes ? (tx ? r.pc->xmit_data : r.pc->rcv_data) : (tx ? r.pc->xmit_pkts : r.pc->rcv_pkts),
-             base, out);
+             base, saturation, out);
       }
       continue;
     }
     if (d.attr == PmaAttr::kPortCountersExtended && !full_ext) continue;  // NoIETF: no uni/multicast
-    if (auto v = d.get(r)) emit(prefix, d, d.width, *v, base, out);
+    if (auto v = d.get(r)) emit(prefix, d, d.width, *v, base, saturation, out);
   }
   if (r.vl_wait) {
     for (std::size_t vl = 0; vl < r.vl_wait->vl.size(); ++vl) {

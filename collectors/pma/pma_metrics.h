@@ -63,9 +63,15 @@ void emit_support(const std::string& name, std::string_view help, std::uint16_t 
 // Stores a successful reply's payload; false when it does not decode (malformed).
 bool store(PortReadings& r, mad::PmaAttr attr, const mad::PmaReply& reply);
 
+// Which <prefix>saturated{counter} gauges emit_port writes: one per counter narrower than 64 bits
+// (0 or 1), or only those at 1 (an on-demand fabric target: 14 zeros per port would be most of
+// its exposition; "absent" reads as "not saturated" in `== 1` alerts).
+enum class Saturation { kEveryCounter, kOnlySaturated };
+
 // Writes every counter of `r` as <prefix><name>_total with `base` labels, plus
-// <prefix>counter_saturated{counter} for the counters narrower than 64 bits.
-void emit_port(const PortReadings& r, const std::string& prefix, const exporter::Labels& base, exporter::MetricSink& out);
+// <prefix>saturated{counter} for the counters narrower than 64 bits (see Saturation).
+void emit_port(const PortReadings& r, const std::string& prefix, const exporter::Labels& base, exporter::MetricSink& out,
+               Saturation saturation = Saturation::kEveryCounter);
 
 // The names emit_port writes after the prefix (for the docs test).
 std::vector<std::string> counter_names();

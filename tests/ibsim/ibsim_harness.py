@@ -72,8 +72,31 @@ Hca\t2 "Hca3"
 """
 
 
+def fat_tree(leaves, hosts, spines):
+    """A two-level fat tree net file: each leaf has `hosts` single-port HCAs and one uplink to each
+    of `spines` spines; nodes are spineS, leafL, hostL-H."""
+    out = []
+    for s in range(spines):
+        out.append('Switch\t%d "spine%d"' % (max(leaves, 2), s))
+        for l in range(leaves):
+            out.append('[%d]\t"leaf%d"[%d]' % (l + 1, l, hosts + s + 1))
+        out.append("")
+    for l in range(leaves):
+        out.append('Switch\t%d "leaf%d"' % (hosts + spines, l))
+        for h in range(hosts):
+            out.append('[%d]\t"host%d-%d"[1]' % (h + 1, l, h))
+        for s in range(spines):
+            out.append('[%d]\t"spine%d"[%d]' % (hosts + s + 1, s, l + 1))
+        out.append("")
+    for l in range(leaves):
+        for h in range(hosts):
+            out.append('Hca\t1 "host%d-%d"\n[1]\t"leaf%d"[%d]\n' % (l, h, l, h + 1))
+    return "\n".join(out) + "\n"
+
+
 class Sim:
-    def __init__(self, net=DEFAULT_NET, host="Hca1"):
+    def __init__(self, net=DEFAULT_NET, host="Hca1", ibsim_args=()):
+        """ibsim_args: e.g. ("-N", "4096", "-S", "512") for a fabric beyond ibsim's default node limits."""
         ensure_packages()
         self.dir = tempfile.mkdtemp(prefix="pma-ibsim-")
         self.procs = []
@@ -86,7 +109,7 @@ class Sim:
         self.buf = ""
         self.buf_cv = threading.Condition()
         self.log = open(os.path.join(self.dir, "ibsim.log"), "w")
-        self.ibsim = subprocess.Popen(["ibsim", "-s", "net"], cwd=self.dir, env=self.env, stdin=subprocess.PIPE,
+        self.ibsim = subprocess.Popen(["ibsim", "-s"] + list(ibsim_args) + ["net"], cwd=self.dir, env=self.env, stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
         threading.Thread(target=self._reader, daemon=True).start()
         self.seq = 0

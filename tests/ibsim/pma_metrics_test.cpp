@@ -104,3 +104,28 @@ TEST_CASE("data counters: extended when answered, 32-bit when refused, absent wh
   r.ext->xmit_data = 1000000000000ull;
   CHECK(bytes() == 4000000000000ll);
 }
+
+TEST_CASE("saturation flags: one per narrow counter, or only those at their maximum") {
+  collectors::pma::PortReadings r;
+  r.cap_mask = kCapCa;
+  r.pc = mad::PortCounters{};
+  r.pc->symbol_errors = 0xffff;  // 16-bit, stuck
+  r.pc->link_downed = 3;
+  auto flags = [&r](collectors::pma::Saturation s) {
+    exporter::MetricSink sink;
+    collectors::pma::emit_port(r, "p_", {}, sink, s);
+    std::map<std::string, double> out;
+    for (const auto& f : sink.families())
+      if (f.name == "p_saturated")
+        for (const auto& x : f.samples) out[x.labels.back().second] = std::get<double>(x.value);
+    return out;
+  };
+  const auto every = flags(collectors::pma::Saturation::kEveryCounter);
+  // 13 narrow PortCounters fields, PortXmitWait, and the 4 data/packet counters taken from the
+  // 32-bit PortCounters (no PortCountersExtended here)
+  CHECK(every.size() == 18);
+  CHECK(every.at("symbol_errors") == 1.0);
+  CHECK(every.at("link_downed") == 0.0);
+  const auto set = flags(collectors::pma::Saturation::kOnlySaturated);
+  CHECK(set == std::map<std::string, double>{{"symbol_errors", 1.0}});
+}

@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
 """pma collector against the ibsim simulator: exporter values == PerformanceSet values == perfquery.
 
-usage: test_pma.py <rdma_exporter> local|fabric|faults|unsupported_local|unsupported_fabric <pma_mad_double.so>
+usage: test_pma.py <rdma_exporter> local|fabric|faults|targets|unsupported_local|unsupported_fabric <pma_mad_double.so>
 Exit 0 = pass, else fail (also when the simulator cannot be installed or started).
 """
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ibsim_harness import Exporter, Sim, SetupError, get, parse_metrics, wait_for  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from exporter_harness import Prometheus  # noqa: E402
+from ibsim_harness import Exporter, Sim, SetupError, fat_tree, get, parse_metrics, wait_for  # noqa: E402
 
 FAILS = []
 
@@ -126,9 +131,20 @@ def case_local(sim, exe):
     eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
 
 
-def switch_labels(port, remote, rport):
-    return {"node_guid": "0x0000000000200000", "node_name": "Switch1", "node_type": "switch", "port": str(port),
-            "remote_name": remote, "remote_port": str(rport)}
+SWITCH1 = "0x0000000000200000"
+HCA2 = "0x0000000000100002"
+
+
+def switch_port(port):
+    """Fabric port series are labelled node_guid and port; names are in the _info series."""
+    return {"node_guid": SWITCH1, "port": str(port)}
+
+
+def guid_of(m, name):
+    hits = [dict(l)["node_guid"] for n, l in m if n == "rdma_pma_fabric_node_info" and dict(l)["node_name"] == name]
+    if len(hits) != 1:
+        raise KeyError("node_info %s: %d" % (name, len(hits)))
+    return hits[0]
 
 
 def wait_refreshes(e, n, timeout=60):
@@ -167,7 +183,9 @@ def case_fabric(sim, exe):
     eq(get(m, "rdma_pma_fabric_ports_answered"), 8, "all 8 answered")
     for p, (remote, rport) in ports.items():
         rname = "compute-02" if remote == "Hca2" else remote
-        L = switch_labels(p, rname, rport)
+        L = switch_port(p)
+        eq(get(m, "rdma_pma_fabric_port_info", remote_name=rname, remote_port=rport, **L), 1,
+           "Switch1 port %d -> %s port %d in port_info" % (p, rname, rport))
         pq = sim.perfquery(sw, p)
         compare_errors(m, F, L, pq, sim.perfquery("--rcverr", sw, p), sim.perfquery("--xmtdisc", sw, p),
                        "Switch1 port %d" % p)
@@ -177,17 +195,21 @@ def case_fabric(sim, exe):
         after = sim.perfquery("-x", sw, p)["PortXmitData"] * 4
         check(4 * (10 ** 12 + p) <= xd <= after,
               "Switch1 port %d transmit bytes: set*4 %d <= exporter %d <= perfquery-after*4 %d" % (p, 4 * (10 ** 12 + p), xd, after))
-    eq(get(m, F + "transmit_wait_total", **switch_labels(1, "Hca1", 1)), 4294967295, "switch PortXmitWait saturates")
-    eq(get(m, F + "saturated", counter="transmit_wait", **switch_labels(1, "Hca1", 1)), 1, "switch saturation flag")
+    eq(get(m, F + "transmit_wait_total", **switch_port(1)), 4294967295, "switch PortXmitWait saturates")
+    eq(get(m, F + "saturated", counter="transmit_wait", **switch_port(1)), 1, "switch saturation flag")
     # remote HCA (through its own LID), named by the node-name-map
-    H2 = {"node_name": "compute-02", "node_type": "ca", "port": "1", "remote_name": "Switch1", "remote_port": "2",
-          "node_guid": "0x0000000000100002"}
+    H2 = {"node_guid": HCA2, "port": "1"}
+    eq(get(m, "rdma_pma_fabric_node_info", node_guid=HCA2, node_name="compute-02", node_description="Hca2", node_type="ca"),
+       1, "Hca2 named by the node-name-map in node_info, NodeDescription kept")
+    eq(get(m, "rdma_pma_fabric_port_info", remote_name="Switch1", remote_port=2, **H2), 1, "Hca2 port 1 -> Switch1 port 2")
+    check(all(set(dict(l)) == {"node_guid", "port"} for n, l in m
+              if n.startswith("rdma_pma_fabric_port_") and n.endswith("_total")), "counter series carry node_guid and port only")
     pq = sim.perfquery(lids["Hca2"][1], 1)
     compare_errors(m, F, H2, pq, sim.perfquery("--rcverr", lids["Hca2"][1], 1),
                    sim.perfquery("--xmtdisc", lids["Hca2"][1], 1), "remote Hca2")
     eq(get(m, F + "symbol_errors_total", **H2), 77, "remote Hca2 SymbolErrorCounter = set")
     eq(get(m, F + "receive_switch_relay_errors_total", **H2), 5, "remote Hca2 relay errors = set")
-    H32 = {"node_name": "Hca3", "port": "2", "remote_port": "4"}
+    H32 = {"node_guid": guid_of(m, "Hca3"), "port": "2"}
     eq(get(m, F + "link_downed_total", **H32), 6, "Hca3 port 2 (second CA port, own LID) LinkDowned = set")
     eq(get(m, F + "link_downed_total", **H32), sim.perfquery(lids["Hca3"][2], 2)["LinkDownedCounter"], "== perfquery")
     check(not any(n == "rdma_pma_fabric_mad_errors_total" for n, _ in m), "no MAD errors on a healthy fabric")
@@ -197,7 +219,7 @@ def case_fabric(sim, exe):
     # the snapshot moves on: a counter set now shows up after the next refreshes
     sim.set("Switch1", 3, "PortCounters.SymbolErrorCounter", 999)
     wait_refreshes(e, 2)
-    eq(get(e.metrics(), F + "symbol_errors_total", **switch_labels(3, "Hca3", 1)), 999, "refresh picks up new value")
+    eq(get(e.metrics(), F + "symbol_errors_total", **switch_port(3)), 999, "refresh picks up new value")
     eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
 
 
@@ -211,7 +233,7 @@ def case_faults(sim, exe):
                           and m)(e.metrics()), 60, what="Hca2 timeouts counted")
     check(get(m, "rdma_pma_fabric_mad_timeouts_total", node_name="Hca2") >= 2,
           "every attempt to Hca2 counted as a timeout (retries=1)")
-    check(get(m, "rdma_pma_fabric_port_symbol_errors_total", node_name="Switch1", port="1") >= 0,
+    check(get(m, "rdma_pma_fabric_port_symbol_errors_total", node_guid=SWITCH1, port="1") >= 0,
           "the rest of the fabric still exported during the drops")
     sim.cmd('Error "Hca2"[1] 0')
     # 2. pulled cable
@@ -266,6 +288,138 @@ def case_faults(sim, exe):
     wait_for(lambda: get(e.metrics(), "rdma_pma_port_symbol_errors_total", device="ibsim0", port="1") is not None,
              60, what="local counters again after SIGCONT")
     eq(e.stop(), 0, "local-only exporter exits 0 after the stop")
+
+
+def http_get(port, path, headers=None):
+    """(status, body) of GET path on the exporter, 4xx/5xx included."""
+    try:
+        req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), headers=headers or {})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as x:
+        return x.code, x.read().decode()
+
+
+def sd_job(exporter_port, shard=None):
+    """A Prometheus job in the multi-target pattern: targets from /pma/targets, each scraped at
+    /pma?target=<GUID> on the exporter; with shard=(i, n) only the targets whose hashmod is i."""
+    keep = ("      - source_labels: [__param_target]\n        modulus: %d\n        target_label: __tmp_shard\n"
+            "        action: hashmod\n      - source_labels: [__tmp_shard]\n        regex: '%d'\n        action: keep\n"
+            % (shard[1], shard[0])) if shard else ""
+    return ("  - job_name: fabric\n    metrics_path: /pma\n    scrape_timeout: 1s\n"
+            "    http_sd_configs:\n      - url: http://127.0.0.1:%d/pma/targets\n        refresh_interval: 1s\n"
+            "    relabel_configs:\n      - source_labels: [__address__]\n        target_label: __param_target\n"
+            "      - source_labels: [__param_target]\n        target_label: instance\n%s"
+            "      - target_label: __address__\n        replacement: 127.0.0.1:%d\n" % (exporter_port, keep, exporter_port))
+
+
+def prom_up(prom):
+    """instance -> value of up{job="fabric"} in this Prometheus."""
+    return {r["metric"]["instance"]: float(r["value"][1]) for r in prom.api("query", query='up{job="fabric"}')["result"]}
+
+
+def prom_value(proms, query):
+    """The one sample `query` returns across the Prometheus instances (each shard holds its own targets)."""
+    hits = [float(r["value"][1]) for p in proms for r in p.api("query", query=query)["result"]]
+    if len(hits) != 1:
+        raise KeyError("%s: %d samples" % (query, len(hits)))
+    return hits[0]
+
+
+def case_targets(sim, exe):
+    """Multi-target fabric: Prometheus finds the nodes at /pma/targets and scrapes each at /pma."""
+    sets = {("leaf1", 2): 1234, ("spine0", 1): 55, ("host1-1", 1): 77}
+    for (node, port), v in sets.items():
+        sim.set(node, port, "PortCounters.SymbolErrorCounter", v)
+    sim.set("leaf0", 3, "PortCounters.LinkDownedCounter", 9)
+    e = Exporter(sim, exe, "--collector.pma.local=false", "--collector.pma.fabric",
+                 "--collector.pma.fabric-snapshot=false", "--collector.pma.timeout=200ms")
+    status, body = http_get(e.port, "/pma/targets")
+    eq(status, 200, "/pma/targets answers")
+    groups = json.loads(body)
+    guid = {g["labels"]["__meta_rdma_node_name"]: g["targets"][0] for g in groups}
+    eq(sorted(guid), sorted(["spine0", "spine1", "leaf0", "leaf1", "host0-0", "host0-1", "host1-0", "host1-1"]),
+       "every node of the fat tree listed once")
+    check(all(g["labels"]["node_guid"] == g["targets"][0] for g in groups), "node_guid label = target")
+    eq({g["labels"]["__meta_rdma_node_type"] for g in groups}, {"switch", "ca"}, "node types")
+    status, body = http_get(e.port, "/pma/targets?type=switch")
+    eq(len(json.loads(body)), 4, "type=switch lists the 4 switches")
+    # bad targets: a clear 4xx, counted, no MAD
+    for path, want in (("/pma?target=leaf1", 400), ("/pma?target=0x00000000deadbeef", 404), ("/pma", 400),
+                       ("/pma?target=%s&ports=x" % guid["leaf1"], 400), ("/pma?target=%s&bogus=1" % guid["leaf1"], 400),
+                       ("/pma/targets?type=hub", 400), ("/pma?target=%s&ports=9" % guid["leaf1"], 400)):
+        status, body = http_get(e.port, path)
+        check(status == want and body.strip(), "%s -> %d %r" % (path, status, body.strip()))
+    m = e.metrics()
+    eq(get(m, "rdma_pma_fabric_target_requests_total", result="bad_request"), 6, "bad requests counted")
+    eq(get(m, "rdma_pma_fabric_target_requests_total", result="unknown_target"), 1, "unknown target counted")
+    # one target by hand: its ports only, the asked subset, promtool-clean
+    status, body = http_get(e.port, "/pma?target=%s&ports=2%%2C3" % guid["leaf1"])
+    eq(status, 200, "leaf1 ports 2,3 answer")
+    t = parse_metrics(body)
+    eq(get(t, "rdma_pma_fabric_port_symbol_errors_total", port=2), 1234, "leaf1 port 2 = set, read on demand")
+    eq(sorted(dict(l)["port"] for n, l in t if n == "rdma_pma_fabric_port_symbol_errors_total"), ["2", "3"],
+       "ports= limits the answer")
+    eq(get(t, "rdma_pma_fabric_port_info", port=2, remote_name="host1-1"), 1, "remote end in _info")
+    promtool_clean(body, "/pma target")
+    tmp = os.path.join(sim.dir, "prom")
+    shards = []
+    try:
+        for i in range(2):
+            os.makedirs(os.path.join(tmp, str(i)))
+            shards.append(Prometheus(os.path.join(tmp, str(i)), [], scrape_configs=sd_job(e.port, (i, 2))))
+        ups = wait_for(lambda: (lambda u: u if len(u[0]) + len(u[1]) == 8 and all(v == 1 for x in u for v in x.values())
+                                else None)([prom_up(p) for p in shards]), 120, step=0.5,
+                       what="8 targets up across the two shards")
+        check(not set(ups[0]) & set(ups[1]), "the shards scrape disjoint targets (%d + %d)" % (len(ups[0]), len(ups[1])))
+        eq(set(ups[0]) | set(ups[1]), set(guid.values()), "their union is the whole fabric")
+        check(ups[0] and ups[1], "both shards got targets")
+        for (node, port), v in sets.items():
+            q = 'rdma_pma_fabric_port_symbol_errors_total{node_guid="%s",port="%d"}' % (guid[node], port)
+            eq(wait_for(lambda: prom_value(shards, q) or None, 30, what=q), v, "%s port %d SymbolErrors on its target" % (node, port))
+        q = ('rdma_pma_fabric_port_link_downed_total{instance="%s",port="3"} * on (node_guid, port) group_left(remote_name)'
+             ' rdma_pma_fabric_port_info' % guid["leaf0"])
+        eq(wait_for(lambda: prom_value(shards, q), 30, what=q), 9, "leaf0 port 3 LinkDowned, joined with its remote end")
+        names = wait_for(lambda: [r["metric"]["remote_name"] for p in shards for r in p.api("query", query=q)["result"]],
+                         30, what="join")
+        eq(names, ["spine0"], "the join brings the remote end's name (leaf0 port 3 -> spine0)")
+        # the shipped dashboard's per-port panels (names joined from the _info series) work on targets
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "dashboards",
+                               "rdma-ib-pma-fabric.json")) as f:
+            exprs = [t["expr"] for p in json.load(f)["panels"] for t in p.get("targets", [])
+                     if "rdma_pma_fabric_port_info" in t.get("expr", "")]
+        check(len(exprs) == 4, "4 dashboard panels join the fabric _info series")
+        for x in exprs:
+            q = (x.replace("$job", ".*").replace("$node", ".*").replace("$__rate_interval", "1m")
+                 .replace("$__range", "5m"))
+            rows = wait_for(lambda: [r["metric"] for p in shards for r in p.api("query", query=q)["result"]], 30, what=q)
+            check(all(r.get("node_name") and r.get("remote_name") for r in rows),
+                  "dashboard query gives named ports on targets (%d rows): %s" % (len(rows), x[:60]))
+        # a node that stops answering: up 0 for it alone
+        sim.cmd('Error "host1-1"[1] 100')
+        dead = guid["host1-1"]
+        wait_for(lambda: any(prom_up(p).get(dead) == 0 for p in shards), 60, step=0.5, what="up 0 for host1-1")
+        ok = get(e.metrics(), "rdma_pma_fabric_target_requests_total", result="ok")
+        wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_target_requests_total", result="ok") >= ok + 14, 60,
+                 what="two more scrapes of each of the 7 other targets")
+        ups = [prom_up(p) for p in shards]
+        down = sorted(i for u in ups for i, v in u.items() if v == 0)
+        eq(down, [dead], "only the unreachable node is down")
+        check(get(e.metrics(), "rdma_pma_fabric_target_requests_total", result="unreachable") >= 1,
+              "the exporter answered 503 within the scrape timeout (counted unreachable)")
+        # the MAD attempts follow the scrape timeout: 1.1 s less the 0.5 s offset over 2 rounds of 3 attempts
+        status, body = http_get(e.port, "/pma?target=" + dead, {"X-Prometheus-Scrape-Timeout-Seconds": "1.1"})
+        check(status == 503 and "MAD timeout 100 ms, 2 retries, fitted to the scrape timeout" in body,
+              "scrape timeout header shortens the MAD attempts: %d %r" % (status, body.strip()))
+        status, body = http_get(e.port, "/pma?target=" + dead)
+        check(status == 503 and "MAD timeout 200 ms, 2 retries)" in body,
+              "without the header the configured timeout: %d %r" % (status, body.strip()))
+        sim.cmd('Error "host1-1"[1] 0')
+        wait_for(lambda: any(prom_up(p).get(dead) == 1 for p in shards), 60, step=0.5, what="host1-1 up again")
+    finally:
+        for p in shards:
+            p.stop()
+    eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
 
 
 # Optional attributes the MAD double (pma_mad_double.cpp) makes an agent refuse, by attribute ID.
@@ -394,7 +548,7 @@ def case_unsupported_fabric(sim, exe, library):
     for x in scrapes:
         check(pma_errors(x) == 0 and absent(x, "rdma_pma_fabric_mad_errors_total"), "no pma or fabric MAD errors")
     eq(get(m, "rdma_pma_fabric_ports_answered"), 8, "all 8 ports answered")
-    H2 = {"node_name": "Hca2", "port": "1"}
+    H2 = {"node_guid": HCA2, "port": "1"}
     pq = sim.perfquery(h2, 1)
     for field, suffix in PC_ERRORS.items():
         eq(get(m, F + suffix + "_total", **H2), pq[field], "Hca2 (refuses 3): %s == perfquery %s" % (suffix, field))
@@ -404,7 +558,7 @@ def case_unsupported_fabric(sim, exe, library):
           "Hca2 transmit bytes from the 32-bit PortCounters: set*4 %d <= exporter %d <= perfquery-after*4 %d"
           % (4 * 10 ** 6, xd, after))
     check_refused_port(m, F, H2, REFUSABLE, "Hca2")
-    SW4, SW3 = {"node_name": "Switch1", "port": "4"}, {"node_name": "Switch1", "port": "3"}
+    SW4, SW3 = switch_port(4), switch_port(3)
     check_refused_port(m, F, SW4, (0x16,), "Switch1 port 4")
     check_refused_port(m, F, SW3, (), "Switch1 port 3")
     eq(get(m, F + "receive_looping_errors_total", **SW4), sim.perfquery("--rcverr", sw, 4)["PortLoopingErrors"],
@@ -436,7 +590,7 @@ def case_unsupported_fabric(sim, exe, library):
 def main():
     exe, case, double = sys.argv[1], sys.argv[2], sys.argv[3]
     try:
-        sim = Sim()
+        sim = Sim(fat_tree(2, 2, 2), host="host0-0") if case == "targets" else Sim()
     except SetupError as s:
         print("FAIL - test bed:", s)
         return 1
@@ -445,7 +599,7 @@ def main():
             {"unsupported_local": case_unsupported_local,
              "unsupported_fabric": case_unsupported_fabric}[case](sim, exe, double)
         else:
-            {"local": case_local, "fabric": case_fabric, "faults": case_faults}[case](sim, exe)
+            {"local": case_local, "fabric": case_fabric, "faults": case_faults, "targets": case_targets}[case](sim, exe)
     except Exception as ex:  # noqa: BLE001 - report, clean up, fail
         import traceback
         traceback.print_exc()

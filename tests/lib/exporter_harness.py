@@ -179,7 +179,8 @@ class Prometheus:
     """Debian's prometheus (found on PATH: ctest puts the unpacked one first) on loopback scraping `targets` every second, with an optional
     rules file; temporary data directory; stopped by PID on exit."""
 
-    def __init__(self, workdir, targets, rule_files=(), binary=None, job="rdma"):
+    def __init__(self, workdir, targets, rule_files=(), binary=None, job="rdma", scrape_configs=None):
+        """scrape_configs: the YAML of the scrape_configs list instead of one static job (e.g. http_sd_configs)."""
         binary = binary or "prometheus"
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -187,8 +188,9 @@ class Prometheus:
         rules = "".join(f"rule_files: ['{r}']\n" for r in rule_files[:1])
         with open(cfg, "w") as f:
             f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n" + rules +
-                    f"scrape_configs:\n  - job_name: {job}\n    static_configs:\n"
-                    f"      - targets: [{', '.join(repr(t) for t in targets)}]\n")
+                    "scrape_configs:\n" + (scrape_configs or
+                                            f"  - job_name: {job}\n    static_configs:\n"
+                                            f"      - targets: [{', '.join(repr(t) for t in targets)}]\n"))
         self.proc = subprocess.Popen([binary, f"--config.file={cfg}", f"--storage.tsdb.path={workdir}/prometheus-data",
                                       f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
