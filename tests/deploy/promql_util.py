@@ -73,7 +73,7 @@ def parse_metrics_doc(path):
             out[name] = {"type": cells[1], "labels": [l.strip() for l in cells[2].split(",") if l.strip()],
                          # what the demo fabric lacks (as in tests/prometheus/check_metrics_doc.py)
                          "hardware": next((m.strip("*") for m in ("*hardware*", "*ibsim*", "*vm*", "*netns*",
-                                                                   "*prober*") if m in line), None),
+                                                                   "*prober*", "*on error*") if m in line), None),
                          "section": section}
     return out
 

@@ -5,7 +5,8 @@ Scrapes the exporter (all default collectors) on the fixture tree and on the dem
 - every exported family is documented, with the same type and the same label names;
 - every documented row is exported, unless its description carries a marker saying what it
   needs that these trees lack: *hardware*, *ibsim*, *vm*, *netns*, *prober*, *after a wrap* (a
-  series that appears once a counter wrapped, which one scrape of a tree cannot show).
+  series that appears once a counter wrapped, which one scrape of a tree cannot show), *on error*
+  (a series that appears with the first error: a healthy tree has none).
 """
 import os
 import re
@@ -19,7 +20,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from exporter_harness import Exporter, take_exporter_arg, write_tree  # noqa: E402
 
 EXPORTER = take_exporter_arg()
-MARKERS = ("*hardware*", "*ibsim*", "*vm*", "*netns*", "*prober*", "*after a wrap*")
+MARKERS = ("*hardware*", "*ibsim*", "*vm*", "*netns*", "*prober*", "*after a wrap*", "*on error*")
 SUFFIXES = ("_bucket", "_sum", "_count")
 
 
