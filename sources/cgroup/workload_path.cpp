@@ -83,7 +83,9 @@ bool kubernetes(const std::vector<std::string_view>& segs, Workload& w) {
       if (i + 1 < segs.size()) container_segment(segs[i + 1], w.container_id);
       return true;
     }
-    under_kubepods = under_kubepods || contains(segs[i], "kubepods");
+    // ".." hides the ancestors above the reader's cgroup namespace root (a containerised exporter
+    // reading another container's path): they may have been kubepods.
+    under_kubepods = under_kubepods || contains(segs[i], "kubepods") || segs[i] == "..";
   }
   w.pod_uid.clear();
   return false;
@@ -98,7 +100,7 @@ bool slurm(const std::vector<std::string_view>& segs, Workload& w) {
       if (i + 1 < segs.size() && starts_with(segs[i + 1], "step_")) w.step.assign(segs[i + 1].substr(5));
       return true;
     }
-    under_slurm = under_slurm || contains(segs[i], "slurm");
+    under_slurm = under_slurm || contains(segs[i], "slurm") || segs[i] == "..";
   }
   return false;
 }

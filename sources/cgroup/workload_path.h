@@ -12,6 +12,9 @@
 //   Slurm (cgroup/v2 plugin):    /system.slice/slurmstepd.scope/job_<N>/step_<S>/user/task_<T>
 //                                (also <nodename>_slurmstepd.scope for multiple slurmd)
 //   Slurm (cgroup/v1 plugin):    /slurm/uid_<U>/job_<N>/step_<S>/task_<T>
+// Paths are relative to the reader's cgroup namespace: a containerised exporter sees another
+// container's as "/../../kubepods-...-pod<uid>.slice/..." or "/../../pod<uid>/<id>"; a leading
+// ".." stands for the hidden kubepods or slurm ancestors.
 //   otherwise: the innermost systemd unit (foo.service, session-3.scope, ...), or nothing.
 // A process in a pod that no container matches (CRI-O's conmon) has the pod UID only.
 #pragma once

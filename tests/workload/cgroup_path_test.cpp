@@ -80,6 +80,15 @@ TEST_CASE("Kubernetes, cgroupfs driver: v2 and v1, every runtime and QoS class")
                             ".slice/docker-", id, ".scope\n")) == pod());
 }
 
+TEST_CASE("paths seen from a containerised exporter's cgroup namespace") {
+  const std::string id = kId;
+  CHECK(parse_proc_cgroup(s("0::/../../kubepods-besteffort-pod", kUidSystemd, ".slice/cri-containerd-", id, ".scope\n")) ==
+        pod());
+  CHECK(parse_proc_cgroup(s("0::/../../pod", kUid, "/", id, "\n")) == pod());
+  CHECK(parse_proc_cgroup("0::/../../../system.slice/slurmstepd.scope/job_5/step_1/user/task_0\n") == job("5", "1"));
+  CHECK(parse_proc_cgroup("0::/../job_5/step_1/user/task_0\n") == job("5", "1"));
+}
+
 TEST_CASE("Slurm: slurmstepd's cgroup/v2 and cgroup/v1 paths") {
   CHECK(parse_proc_cgroup("0::/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0\n") == job("4242", "0"));
   CHECK(parse_proc_cgroup("0::/system.slice/slurmstepd.scope/job_7/step_batch/user/task_0\n") == job("7", "batch"));
