@@ -174,7 +174,8 @@ def dash_overview():
                    % (PORT, RI, PORT, RI, fam, PORT), instant=True, fmt="table")
             for fam in ("pod", "slurm", "unit")],
             desc="The 10 busiest ports (receive + transmit bytes/s) and the workloads holding queue pairs on them: "
-                 "pod UID and container ID (join kube_pod_info{uid} for names), Slurm job/step or systemd unit. "
+                 "namespace, pod and container (names from the CRI when configured; pod UID and container ID always), "
+                 "Slurm job/step or systemd unit. "
                  "Needs the workload collector (on in the Kubernetes rdma-devices overlay).",
             exclude=("Time", "__name__")),
         row("Errors"),

@@ -20,6 +20,10 @@ PACKAGES=(
   # deploy tests (issue 8): Node.js for the pinned npm validators (npm ships with this machine's
   # nodejs; on plain Debian add the npm package), CPack .deb (dpkg-shlibdeps), systemd-analyze
   nodejs dpkg-dev systemd
+  # workload collector (issue 14), build/run: its CRI and PodResources gRPC module
+  libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
+  # workload collector, test: the CRI/PodResources protocol doubles (Debian's python3)
+  python3-grpcio python3-protobuf
 )
 # nodejs from other sources (NodeSource) bundles npm; Debian's nodejs needs the npm package.
 command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)

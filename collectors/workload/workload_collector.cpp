@@ -9,13 +9,18 @@
 // kernel QPs only to a reader in the initial one (rdma_is_visible_in_pid_ns): in a container the
 // exporter needs the host's PID namespace (hostPID) and the host's /proc (--path.procfs), or it
 // sees only its own namespace's QPs.
+#include <chrono>
 #include <cstring>
 #include <map>
+#include <set>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
 
+#include "collectors/workload/device_ids.h"
+#include "collectors/workload/module/workload_api.h"
 #include "exporter/collector.h"
 #include "sources/cgroup/workload_path.h"
 #include "sources/netlink/rdma_client.h"
@@ -32,7 +37,11 @@ using sysfs::ReadError;
 
 constexpr const char* kPodHelp =
     "Queue pairs held by processes of a Kubernetes pod's container (pod UID and container ID from the process's "
-    "cgroup; container_id is empty for pod-level processes), by device and port (port 0: not bound yet).";
+    "cgroup; namespace, pod and container names from the CRI when configured, else empty), by device and port "
+    "(port 0: not bound yet).";
+constexpr const char* kAllocationHelp =
+    "RDMA devices allocated to a container by a device plugin (kubelet PodResources API): SR-IOV VFs by PCI "
+    "address, or devices named as such; always 1.";
 constexpr const char* kSlurmHelp =
     "Queue pairs held by processes of a Slurm job step (from slurmstepd's cgroup), by device and port (port 0: not "
     "bound yet).";
@@ -60,18 +69,32 @@ struct Key {
 };
 constexpr WorkloadKind kKernel = static_cast<WorkloadKind>(0xff);
 
+struct Settings {
+  std::string procfs;
+  std::string cri_socket;           // empty: no names
+  std::string podresources_socket;  // empty: no allocations
+  std::chrono::milliseconds refresh{30000};
+};
+
+constexpr int kCallTimeoutMs = 5000;
+
 class WorkloadCollector final : public exporter::Collector {
  public:
-  explicit WorkloadCollector(std::string procfs) : procfs_(std::move(procfs)) {}
+  using Clock = std::chrono::steady_clock;
+
+  explicit WorkloadCollector(Settings s) : s_(std::move(s)) {
+    if (!s_.cri_socket.empty() || !s_.podresources_socket.empty()) api_ = &::rdma::workload::workload_api();
+  }
 
   void collect(const exporter::ScrapeContext& ctx, MetricSink& out) override {
+    if (!s_.podresources_socket.empty()) allocations(ctx, out);
     if (ctx.host.devices.empty()) return;
     if (!client_) {
       int err = 0;
       client_ = netlink::Client::open(err);
       if (!client_) {
         ctx.errors.report("netlink", "open",
-                          std::string("RDMA netlink socket: ") + std::strerror(err) + "; no workload series");
+                          std::string("RDMA netlink socket: ") + std::strerror(err) + "; no queue-pair series");
         return;
       }
     }
@@ -102,14 +125,20 @@ class WorkloadCollector final : public exporter::Collector {
         ++qps[k];
       }
     }
+    if (!s_.cri_socket.empty()) resolve_names(ctx, qps);
     for (const auto& [k, n] : qps) {
       Labels l{{"device", k.device}, {"port", k.port}};
       switch (k.kind) {
-        case WorkloadKind::kPod:
+        case WorkloadKind::kPod: {
+          const ::rdma::workload::ContainerName* name = find_name(k.a, k.b);
           l.emplace_back("pod_uid", k.a);
           l.emplace_back("container_id", k.b);
+          l.emplace_back("namespace", name ? name->pod_namespace : "");
+          l.emplace_back("pod", name ? name->pod : "");
+          l.emplace_back("container", name ? name->container : "");
           out.gauge_u64("rdma_workload_pod_qps", kPodHelp, std::move(l), n);
           break;
+        }
         case WorkloadKind::kSlurm:
           l.emplace_back("job", k.a);
           l.emplace_back("step", k.b);
@@ -131,7 +160,7 @@ class WorkloadCollector final : public exporter::Collector {
 
  private:
   Workload owner(const exporter::ScrapeContext& ctx, std::uint32_t pid) {
-    const std::string path = procfs_ + "/" + std::to_string(pid) + "/cgroup";
+    const std::string path = s_.procfs + "/" + std::to_string(pid) + "/cgroup";
     auto text = sysfs::read_file(path);
     // A process that exited since the dump is not an error: its QPs are gone at the next one.
     if (!text) {
@@ -154,8 +183,65 @@ class WorkloadCollector final : public exporter::Collector {
             out.gauge_u64("rdma_device_resources", kResourcesHelp, {{"device", dev.name}, {"resource", name}}, n);
   }
 
-  std::string procfs_;
+  // A container's names by its ID; a pod-level process's (no container ID) by the pod UID.
+  const ::rdma::workload::ContainerName* find_name(const std::string& pod_uid, const std::string& container_id) const {
+    if (!container_id.empty()) {
+      auto it = containers_.find(container_id);
+      return it == containers_.end() ? nullptr : &it->second;
+    }
+    auto it = pods_.find(pod_uid);
+    return it == pods_.end() ? nullptr : &it->second;
+  }
+
+  bool due(const std::optional<Clock::time_point>& last) const { return !last || Clock::now() - *last >= s_.refresh; }
+
+  // Lists the CRI again when this scrape met an ID the cache does not know, at most once per
+  // refresh interval (a container that started since, or one the runtime does not know).
+  void resolve_names(const exporter::ScrapeContext& ctx, const std::map<Key, std::uint64_t>& qps) {
+    bool unknown = false;
+    for (const auto& [k, n] : qps) unknown = unknown || (k.kind == WorkloadKind::kPod && !find_name(k.a, k.b));
+    if (!unknown || !due(cri_listed_)) return;
+    cri_listed_ = Clock::now();
+    auto listing = api_->cri_list(s_.cri_socket, kCallTimeoutMs);
+    if (!listing.error.empty()) {
+      ctx.errors.report("cri", s_.cri_socket, "CRI " + listing.error + "; pod series keep their IDs, without names");
+      return;
+    }
+    containers_.clear();
+    pods_.clear();
+    for (auto& n : listing.names) {
+      if (n.container_id.empty()) pods_[n.pod_uid] = n;
+      else containers_[n.container_id] = n;
+    }
+  }
+
+  void allocations(const exporter::ScrapeContext& ctx, MetricSink& out) {
+    if (due(podresources_listed_)) {
+      podresources_listed_ = Clock::now();
+      auto listing = api_->podresources_list(s_.podresources_socket, kCallTimeoutMs);
+      allocations_.clear();
+      if (!listing.error.empty())
+        ctx.errors.report("podresources", s_.podresources_socket, "kubelet " + listing.error + "; no allocation series");
+      else
+        allocations_ = std::move(listing.allocations);
+    }
+    std::set<Labels> seen;
+    for (const auto& a : allocations_)
+      for (const auto& id : a.device_ids)
+        for (auto& dev : rdma_devices_of(ctx.host, id)) {
+          Labels l{{"device", std::move(dev)}, {"namespace", a.pod_namespace}, {"pod", a.pod},
+                   {"container", a.container}, {"resource", a.resource}};
+          if (seen.insert(l).second) out.info("rdma_device_allocation_info", kAllocationHelp, std::move(l));
+        }
+  }
+
+  Settings s_;
+  const ::rdma::workload::WorkloadApi* api_ = nullptr;
   std::unique_ptr<netlink::Client> client_;
+  std::unordered_map<std::string, ::rdma::workload::ContainerName> containers_;  // by container ID
+  std::unordered_map<std::string, ::rdma::workload::ContainerName> pods_;        // by pod UID
+  std::optional<Clock::time_point> cri_listed_, podresources_listed_;
+  std::vector<::rdma::workload::Allocation> allocations_;
 };
 
 }  // namespace
@@ -163,11 +249,29 @@ class WorkloadCollector final : public exporter::Collector {
 RDMA_REGISTER_COLLECTOR({
     .name = "workload",
     .help = "Which pod/container, Slurm job/step or systemd unit holds queue pairs on each device and port (RDMA "
-            "netlink resource tracking + /proc/<pid>/cgroup; needs the host's PID namespace).",
+            "netlink resource tracking + /proc/<pid>/cgroup; needs the host's PID namespace), with names from the "
+            "CRI and device allocations from the kubelet when their sockets are set.",
     .enabled_by_default = false,
-    .settings = {},
-    .create = [](const exporter::CollectorSettings&, const exporter::GlobalContext& g)
-        -> std::unique_ptr<exporter::Collector> { return std::make_unique<WorkloadCollector>(g.procfs_root); },
+    .settings = {{"cri-socket", exporter::OptionType::kString, "",
+                  "CRI runtime socket (e.g. /run/containerd/containerd.sock, /var/run/crio/crio.sock) for pod, "
+                  "namespace and container names; empty: pod UIDs and container IDs only."},
+                 {"podresources-socket", exporter::OptionType::kString, "",
+                  "kubelet PodResources socket (e.g. /var/lib/kubelet/pod-resources/kubelet.sock) for "
+                  "rdma_device_allocation_info; empty: off."},
+                 {"refresh-interval", exporter::OptionType::kDuration, "30s",
+                  "Least time between two CRI listings (made only when a scrape meets an unknown pod or container) "
+                  "and between two PodResources listings."}},
+    .create = [](const exporter::CollectorSettings& s, const exporter::GlobalContext& g)
+        -> std::unique_ptr<exporter::Collector> {
+      Settings st{g.procfs_root, s.string("cri-socket"), s.string("podresources-socket"), s.duration("refresh-interval")};
+      try {
+        return std::make_unique<WorkloadCollector>(std::move(st));
+      } catch (const std::runtime_error& e) {
+        // A socket is set but the gRPC module is missing: say so at start, not at every scrape.
+        throw exporter::ConfigError(s.origin(st.cri_socket.empty() ? "podresources-socket" : "cri-socket") +
+                                    ": key 'collectors.workload': " + e.what());
+      }
+    },
 });
 
 }  // namespace rdma::collectors::workload

@@ -149,6 +149,13 @@ ocfg = yaml.safe_load(cm["data"]["rdma_exporter.yml"])
 check(ocfg.get("collectors", {}).get("workload", {}).get("enabled") is True, "rdma-devices: workload collector on")
 check(proc_mounts and ocfg.get("path", {}).get("procfs") == proc_mounts[0]["mountPath"],
       "rdma-devices: path.procfs is the host /proc mount")
+wl = ocfg.get("collectors", {}).get("workload", {})
+ro = {m["mountPath"] for m in c.get("volumeMounts", []) if m.get("readOnly") is True}
+for key in ("cri_socket", "podresources_socket"):
+    check(any(str(wl.get(key, "")).startswith(d + "/") for d in ro), "rdma-devices: %s under a read-only mount" % key)
+base_mounts = one(base, "DaemonSet")["spec"]["template"]["spec"]["containers"][0].get("volumeMounts", [])
+check(not any(m["mountPath"].startswith(("/host/run", "/var/lib/kubelet", "/host/proc")) for m in base_mounts),
+      "base: no CRI or PodResources socket, no host /proc")
 exporter_loads(cm["data"]["rdma_exporter.yml"], "rdma-devices ConfigMap")
 exporter_loads(open(os.path.join(root, "deploy", "rdma_exporter.yml")).read(), "deploy/rdma_exporter.yml")
 

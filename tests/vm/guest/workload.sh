@@ -7,8 +7,10 @@
 #                                                                        rxe1: 2, rxe0: 1
 #   unit   a systemd service: system.slice/ib_bench.service              rxe0: 1, rxe1: 1
 #   none   the root cgroup: unattributed                                 rxe0: 1, rxe1: 1
-# Checks: each is reported on the right device and port with its pod UID/container ID, job/step
-# or unit; every QP `rdma resource show qp` lists is counted once (kernel ones apart); the device
+# A CRI double and a PodResources double (tests/workload/grpc_doubles.py, from the pinned .proto
+# files) answer with the pod's names and an allocation of rxe1.
+# Checks: each is reported on the right device and port with its pod UID/container ID (and the
+# CRI's names, listed once for many scrapes), job/step or unit; every QP `rdma resource show qp` lists is counted once (kernel ones apart); the device
 # resource counts equal `rdma resource show`; no collector errors; when the pod's process exits,
 # its series go and the others stay. Figures (no check): the collector's time per scrape with
 # 1,000 QPs, and the daemon's RSS with and without the collector.
@@ -36,7 +38,8 @@ stop_holders() {
   for p in "${PID[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
   PID=()
 }
-trap 'stop_holders; cleanup' EXIT
+DOUBLES_PID=
+trap 'stop_holders; [[ -n "$DOUBLES_PID" ]] && kill "$DOUBLES_PID"; cleanup' EXIT
 
 # hold NAME DEV_A DEV_B [EXTRA_QPS]: rdma_write_loop in cgroup DIR[NAME], holding its QPs
 hold() {
@@ -78,9 +81,22 @@ grep -q "^0::/kubepods.slice/kubepods-burstable.slice/" "/proc/${PID[pod]}/cgrou
   || bad "pod process cgroup: $(cat "/proc/${PID[pod]}/cgroup")"
 
 section "each owner on its device and port"
-start_exporter --collector.disable-defaults --collector.workload --path.procfs=/proc
+DOUBLES=$(dirname "$0")/../../workload/grpc_doubles.py
+cat >"$WORK/doubles.json" <<JSON
+{"pods": [{"id": "sandbox1", "uid": "$POD_UID", "namespace": "training", "name": "llm-0"}],
+ "containers": [{"id": "$CID", "pod_sandbox_id": "sandbox1", "name": "worker"}],
+ "pod_resources": [{"namespace": "training", "name": "llm-0", "containers": [{"name": "worker",
+   "devices": [{"resource_name": "rdma/hca_shared_devices_a", "device_ids": ["rxe1"]}]}]}]}
+JSON
+/usr/bin/python3 "$DOUBLES" --data "$WORK/doubles.json" --cri "$WORK/cri.sock" --podresources "$WORK/kubelet.sock" \
+  --calls "$WORK/calls" >"$WORK/doubles.out" 2>&1 &
+DOUBLES_PID=$!
+for i in $(seq 600); do grep -q '^ready' "$WORK/doubles.out" && break; sleep 0.1; done
+grep -q '^ready' "$WORK/doubles.out" || fatal "protocol doubles did not start: $(cat "$WORK/doubles.out")"
+start_exporter --collector.disable-defaults --collector.workload --path.procfs=/proc \
+  "--collector.workload.cri-socket=$WORK/cri.sock" "--collector.workload.podresources-socket=$WORK/kubelet.sock"
 scrape "$WORK/s1"
-P=(pod_uid=$POD_UID container_id=$CID)
+P=(pod_uid=$POD_UID container_id=$CID namespace=training pod=llm-0 container=worker)
 expect_value "$WORK/s1" 1 rdma_workload_pod_qps device=rxe0 port=1 "${P[@]}"
 expect_value "$WORK/s1" 1 rdma_workload_pod_qps device=rxe1 port=1 "${P[@]}"
 expect_value "$WORK/s1" 1 rdma_workload_slurm_qps device=rxe0 port=1 job=4242 step=0
@@ -106,6 +122,12 @@ for dev in rxe0 rxe1; do
   done
 done
 [[ "$(errors "$WORK/s1")" == 0 ]] && ok "no workload errors" || bad "workload errors: $(errors "$WORK/s1")"
+expect_value "$WORK/s1" 1 rdma_device_allocation_info device=rxe1 namespace=training pod=llm-0 container=worker \
+  resource=rdma/hca_shared_devices_a
+scrape "$WORK/s1b"
+scrape "$WORK/s1c"
+n=$(grep -c '^ListContainers$' "$WORK/calls")
+((n == 1)) && ok "three scrapes, one CRI listing (names cached)" || bad "$n CRI ListContainers calls in three scrapes"
 
 section "an exiting process takes its series with it"
 kill "${PID[pod]}"; wait "${PID[pod]}" 2>/dev/null; unset 'PID[pod]'
@@ -128,11 +150,20 @@ for i in $(seq "$BENCH_SCRAPES"); do
   dur=$(awk -v a="$dur" -v b="$(value "$WORK/b1" rdma_exporter_collector_scrape_duration_seconds collector=workload)" 'BEGIN { print a + b }')
 done
 rss_on=$(rss_kib "$EXPORTER_PID")
+grep -q rdma_exporter_workload "/proc/$EXPORTER_PID/maps" && bad "gRPC module mapped without a socket set" \
+  || ok "no gRPC module mapped without a socket set"
+stop_exporter
+start_exporter --collector.workload --path.procfs=/proc "--collector.workload.cri-socket=$WORK/cri.sock" \
+  "--collector.workload.podresources-socket=$WORK/kubelet.sock"
+scrape "$WORK/g0"
+scrape "$WORK/g1"
+rss_grpc=$(rss_kib "$EXPORTER_PID")
 stop_exporter
 start_exporter
 scrape "$WORK/d0"
 scrape "$WORK/d1"
 rss_off=$(rss_kib "$EXPORTER_PID")
-echo "  figures: workload collector with 1000 QPs (2 devices, 1 owner): $(awk -v d="$dur" -v n="$BENCH_SCRAPES" 'BEGIN { printf "%.0f", d / n * 1e6 }') us per scrape (mean of $BENCH_SCRAPES, TCG guest); VmRSS after scrapes: default collectors ${rss_off} KiB, default collectors + workload ${rss_on} KiB"
+grep -q -e libgrpc -e libprotobuf "/proc/$EXPORTER_PID/maps" && bad "gRPC mapped by default" || ok "no gRPC mapped by default"
+echo "  figures: workload collector with 1000 QPs (2 devices, 1 owner): $(awk -v d="$dur" -v n="$BENCH_SCRAPES" 'BEGIN { printf "%.0f", d / n * 1e6 }') us per scrape (mean of $BENCH_SCRAPES, TCG guest); VmRSS after 2+ scrapes: default collectors ${rss_off} KiB, + workload ${rss_on} KiB, + workload with CRI and PodResources sockets (gRPC module) ${rss_grpc} KiB"
 stop_exporter
 finish
