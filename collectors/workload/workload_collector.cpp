@@ -2,8 +2,16 @@
 // device and port. Per scrape: one RDMA netlink RES_QP_GET dump per device (the kernel's
 // resource tracker: QP number, port, owner PID or kernel module), one RES_GET dump for the
 // devices' resource counts, and one read of <procfs>/<pid>/cgroup per distinct owner PID,
-// classified by sources/cgroup. Nothing is cached across scrapes, so a process that exits takes
-// its series with it at the next scrape.
+// classified by sources/cgroup. Nothing about QPs or processes is cached across scrapes, so a
+// process that exits takes its series with it at the next scrape.
+//
+// Names and allocations (optional, each behind a socket setting, through the dlopen()ed gRPC
+// module, module/workload_api.h):
+//   CRI runtime.v1 ListPodSandbox + ListContainers (containerd/CRI-O socket): namespace, pod and
+//     container names for the cgroups' pod UIDs and container IDs. Cached; listed again only when
+//     a scrape meets an unknown ID, at most once per refresh-interval.
+//   kubelet PodResources v1 List: each container's devices per resource, mapped to RDMA devices
+//     (SR-IOV VFs by PCI address, device_ids.h); listed at most once per refresh-interval.
 //
 // The kernel lists a user QP only when its owner has a PID in the reader's PID namespace, and
 // kernel QPs only to a reader in the initial one (rdma_is_visible_in_pid_ns): in a container the
@@ -12,9 +20,9 @@
 #include <chrono>
 #include <cstring>
 #include <map>
-#include <set>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -76,7 +84,9 @@ struct Settings {
   std::chrono::milliseconds refresh{30000};
 };
 
-constexpr int kCallTimeoutMs = 5000;
+// Bounds each gRPC call: three of them (CRI x2, PodResources) stay well within the default 10 s
+// scrape timeout when a socket hangs.
+constexpr int kCallTimeoutMs = 2000;
 
 class WorkloadCollector final : public exporter::Collector {
  public:
