@@ -168,6 +168,16 @@ def dash_overview():
                    '/ on(job, instance, device, port) rdma_port_rate_bytes_per_second{%s})'
                    % (PORT, RI, PORT, RI, PORT), "{{instance}} {{device}}/{{port}}")],
            unit="percentunit", w=24),
+        table("Top talkers' workloads", [
+            target('topk(10, rate(rdma_port_receive_bytes_total{%s}[%s]) + rate(rdma_port_transmit_bytes_total{%s}[%s])) '
+                   '* on(job, instance, device, port) group_right() clamp_max(rdma_workload_%s_qps{%s}, 1)'
+                   % (PORT, RI, PORT, RI, fam, PORT), instant=True, fmt="table")
+            for fam in ("pod", "slurm", "unit")],
+            desc="The 10 busiest ports (receive + transmit bytes/s) and the workloads holding queue pairs on them: "
+                 "namespace, pod and container (names from the CRI when configured; pod UID and container ID always), "
+                 "Slurm job/step or systemd unit. "
+                 "Needs the workload collector (on in the Kubernetes rdma-devices overlay).",
+            exclude=("Time", "__name__")),
         row("Errors"),
         ts("Port error rates", err_targets(PORT), unit="cps", w=24, h=9,
            desc="PMA error counters per second (IB and RoCE ports with counters/)."),

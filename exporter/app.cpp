@@ -88,6 +88,7 @@ void declare_options(Options& o) {
   o.declare({"web.request-timeout", OptionType::kDuration, "10s", "Timeout of every HTTP socket read and write."});
   o.declare({"web.max-request-size", OptionType::kInt, "16384", "Largest request line plus headers, in bytes."});
   o.declare({"path.sysfs", OptionType::kString, "/sys", "sysfs mount point."});
+  o.declare({"path.procfs", OptionType::kString, "/proc", "procfs mount point (the workload collector reads <procfs>/<pid>/cgroup)."});
   o.declare({"device.include", OptionType::kString, "", "Regular expression of RDMA device names to read (default all)."});
   o.declare({"device.exclude", OptionType::kString, "", "Regular expression of RDMA device names never to read."});
   o.declare({"scrape.timeout", OptionType::kDuration, "9500ms",
@@ -134,7 +135,7 @@ std::string effective_settings(const Options& o, const CollectorDescriptor& d) {
   auto add = [&](const std::string& key, const std::string& value) { out += key + "=" + value + "\n"; };
   // Every collector reads the host through the shared discovery (sysfs root, device filters) and
   // GlobalContext: a change there restarts them all.
-  for (const char* global : {"path.sysfs", "device.include", "device.exclude"})
+  for (const char* global : {"path.sysfs", "path.procfs", "device.include", "device.exclude"})
     add(global, o.render(global));
   for (const auto& s : d.settings) {
     const std::string flag = "collector." + d.name + "." + s.key;
@@ -145,7 +146,7 @@ std::string effective_settings(const Options& o, const CollectorDescriptor& d) {
 }
 
 Scraper::Config scraper_config(const Options& o) {
-  GlobalContext global{o.get_string("path.sysfs")};
+  GlobalContext global{o.get_string("path.sysfs"), o.get_string("path.procfs")};
   model::DiscoveryOptions dopts{global.sysfs_root, o.get_string("device.include"), o.get_string("device.exclude")};
   Scraper::Config config;
   try {

@@ -65,6 +65,7 @@ class CollectorSettings {
 // Process-wide facts every collector may need.
 struct GlobalContext {
   std::string sysfs_root;
+  std::string procfs_root;
 };
 
 struct SettingSpec {

@@ -21,6 +21,8 @@ RUN=(
   civetweb
   # verbs providers (the prober on real devices); python3 generates the demo fabric
   ibverbs-providers python3
+  # the workload collector's CRI and PodResources gRPC module (loaded only when a socket is set)
+  libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
 )
 TEST=(
   # build: the tests' framework, the build cache CI relies on, the revision label
@@ -39,6 +41,8 @@ TEST=(
   # deploy tests: Node.js for the pinned npm validators, CPack .deb (dpkg-shlibdeps runs `file`),
   # systemd-analyze, apt-get download (Debian's kubernetes-client) and the image build-and-run test
   nodejs dpkg-dev file systemd buildah debootstrap
+  # workload collector: the CRI/PodResources protocol doubles (Debian's python3)
+  python3-grpcio python3-protobuf
 )
 
 packages=("${RUN[@]}")

@@ -58,6 +58,8 @@ int Client::transact(const std::vector<std::uint8_t>& request, std::uint32_t seq
         if (one.malformed) return EBADMSG;
         for (auto& s : one.stats) out.stats.push_back(std::move(s));
         for (auto& d : one.devices) out.devices.push_back(std::move(d));
+        for (auto& q : one.qps) out.qps.push_back(std::move(q));
+        for (auto& r : one.resources) out.resources.push_back(std::move(r));
         if (one.done) return one.error;
       }
       off += NLMSG_ALIGN(h.nlmsg_len);
@@ -75,40 +77,68 @@ int Client::refresh_devices() {
   return 0;
 }
 
+int Client::device_index(const std::string& device, bool refresh, std::uint32_t& index) {
+  auto it = index_.find(device);
+  if (it == index_.end() || refresh) {
+    if (int err = refresh_devices(); err != 0) return err;
+    it = index_.find(device);
+    if (it == index_.end()) return ENODEV;
+  }
+  index = it->second;
+  return 0;
+}
+
+int Client::device_request(const std::string& device, const Encoder& encode, const Answered& answered, Decoded& out) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::uint32_t index = 0;
+    if (int err = device_index(device, attempt > 0, index); err != 0) return err;
+    const std::uint32_t seq = ++seq_;
+    out = Decoded{};
+    const int err = transact(encode(seq, index), seq, out);
+    // A stale index (device re-created or renamed) answers EINVAL/ENODEV or another device.
+    const bool stale = (err == EINVAL || err == ENODEV) || (err == 0 && !answered(out));
+    if (stale && attempt == 0) continue;
+    if (err != 0) return err;
+    return answered(out) ? 0 : EBADMSG;
+  }
+  return EINVAL;
+}
+
 PortReply Client::read_port(const std::string& device, std::uint32_t port) {
   PortReply r;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    auto it = index_.find(device);
-    if (it == index_.end() || attempt > 0) {
-      if (int err = refresh_devices(); err != 0) {
-        r.error = err;
-        return r;
-      }
-      it = index_.find(device);
-      if (it == index_.end()) {
-        r.error = ENODEV;
-        return r;
-      }
-    }
-    const std::uint32_t seq = ++seq_;
-    Decoded d;
-    const int err = transact(encode_stat_get(seq, it->second, port), seq, d);
-    // A stale index (device re-created or renamed) answers EINVAL/ENODEV or another device.
-    const bool stale = (err == EINVAL || err == ENODEV) ||
-                       (err == 0 && (d.stats.size() != 1 || d.stats[0].dev_name != device || d.stats[0].port != port));
-    if (stale && attempt == 0) continue;
-    if (err != 0) {
-      r.error = err;
-      return r;
-    }
-    if (d.stats.size() != 1 || d.stats[0].dev_name != device || d.stats[0].port != port) {
-      r.error = EBADMSG;
-      return r;
-    }
-    r.counters = std::move(d.stats[0].counters);
-    return r;
-  }
-  r.error = EINVAL;
+  Decoded d;
+  r.error = device_request(
+      device, [port](std::uint32_t seq, std::uint32_t index) { return encode_stat_get(seq, index, port); },
+      [&](const Decoded& a) { return a.stats.size() == 1 && a.stats[0].dev_name == device && a.stats[0].port == port; },
+      d);
+  if (r.error == 0) r.counters = std::move(d.stats[0].counters);
+  return r;
+}
+
+QpReply Client::read_qps(const std::string& device) {
+  QpReply r;
+  Decoded d;
+  r.error = device_request(
+      device, [](std::uint32_t seq, std::uint32_t index) { return encode_qp_dump(seq, index); },
+      [&](const Decoded& a) {
+        // A device without QPs sends no RES_QP_GET message at all; every message sent must name it.
+        for (const auto& m : a.qps)
+          if (m.dev_name != device) return false;
+        return true;
+      },
+      d);
+  if (r.error == 0)
+    for (auto& m : d.qps)
+      for (auto& q : m.qps) r.qps.push_back(std::move(q));
+  return r;
+}
+
+ResourceReply Client::read_resources() {
+  ResourceReply r;
+  const std::uint32_t seq = ++seq_;
+  Decoded d;
+  r.error = transact(encode_res_dump(seq), seq, d);
+  if (r.error == 0) r.devices = std::move(d.resources);
   return r;
 }
 

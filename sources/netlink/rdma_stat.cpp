@@ -16,6 +16,14 @@ static_assert(kAttrStatHwCounters == RDMA_NLDEV_ATTR_STAT_HWCOUNTERS &&
               kAttrStatHwCounterEntry == RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY &&
               kAttrStatHwCounterEntryName == RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME &&
               kAttrStatHwCounterEntryValue == RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE);
+static_assert(kCmdResGet == RDMA_NLDEV_CMD_RES_GET && kCmdResQpGet == RDMA_NLDEV_CMD_RES_QP_GET);
+static_assert(kAttrResSummary == RDMA_NLDEV_ATTR_RES_SUMMARY && kAttrResSummaryEntry == RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY &&
+              kAttrResSummaryEntryName == RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME &&
+              kAttrResSummaryEntryCurr == RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR);
+static_assert(kAttrResQp == RDMA_NLDEV_ATTR_RES_QP && kAttrResQpEntry == RDMA_NLDEV_ATTR_RES_QP_ENTRY &&
+              kAttrResLqpn == RDMA_NLDEV_ATTR_RES_LQPN && kAttrResType == RDMA_NLDEV_ATTR_RES_TYPE &&
+              kAttrResState == RDMA_NLDEV_ATTR_RES_STATE && kAttrResPid == RDMA_NLDEV_ATTR_RES_PID &&
+              kAttrResKernName == RDMA_NLDEV_ATTR_RES_KERN_NAME);
 static_assert(nldev_type(kCmdStatGet) == RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_STAT_GET));
 
 namespace {
@@ -102,6 +110,70 @@ bool decode_device(const std::uint8_t* p, std::size_t n, DeviceEntry& out) {
   return ok && has_index && has_name;
 }
 
+bool get_u8(const std::uint8_t* p, std::size_t n, std::uint8_t& out) {
+  if (n < 1) return false;
+  out = *p;
+  return true;
+}
+
+bool decode_qp(const std::uint8_t* p, std::size_t n, QpEntry& out) {
+  bool has_lqpn = false, fields_ok = true;
+  const bool ok = for_each_attr(p, n, [&](std::uint16_t t, const std::uint8_t* v, std::size_t vn) {
+    if (t == kAttrPortIndex) fields_ok = get_u32(v, vn, out.port) && fields_ok;
+    else if (t == kAttrResLqpn) has_lqpn = get_u32(v, vn, out.lqpn);
+    else if (t == kAttrResType) fields_ok = get_u8(v, vn, out.type) && fields_ok;
+    else if (t == kAttrResState) fields_ok = get_u8(v, vn, out.state) && fields_ok;
+    else if (t == kAttrResPid) fields_ok = get_u32(v, vn, out.pid) && fields_ok;
+    else if (t == kAttrResKernName) out.kern_name = get_str(v, vn);
+  });
+  return ok && fields_ok && has_lqpn;
+}
+
+bool decode_qps(const std::uint8_t* p, std::size_t n, DeviceQps& out) {
+  bool has_dev = false, entries_ok = true;
+  const bool ok = for_each_attr(p, n, [&](std::uint16_t t, const std::uint8_t* v, std::size_t vn) {
+    if (t == kAttrDevIndex) has_dev = get_u32(v, vn, out.dev_index);
+    else if (t == kAttrDevName) out.dev_name = get_str(v, vn);
+    else if (t == kAttrResQp) {
+      entries_ok = for_each_attr(v, vn, [&](std::uint16_t et, const std::uint8_t* ev, std::size_t evn) {
+                     if (et != kAttrResQpEntry) return;
+                     QpEntry q;
+                     if (decode_qp(ev, evn, q)) out.qps.push_back(std::move(q));
+                     else entries_ok = false;
+                   }) && entries_ok;
+    }
+  });
+  return ok && entries_ok && has_dev && !out.dev_name.empty();
+}
+
+bool decode_summary(const std::uint8_t* p, std::size_t n, ResourceSummary& out) {
+  bool has_dev = false, entries_ok = true;
+  const bool ok = for_each_attr(p, n, [&](std::uint16_t t, const std::uint8_t* v, std::size_t vn) {
+    if (t == kAttrDevIndex) has_dev = get_u32(v, vn, out.dev_index);
+    else if (t == kAttrDevName) out.dev_name = get_str(v, vn);
+    else if (t == kAttrResSummary) {
+      entries_ok = for_each_attr(v, vn, [&](std::uint16_t et, const std::uint8_t* ev, std::size_t evn) {
+                     if (et != kAttrResSummaryEntry) return;
+                     std::string name;
+                     std::uint64_t curr = 0;
+                     bool has_name = false, has_curr = false;
+                     const bool eok = for_each_attr(ev, evn, [&](std::uint16_t ft, const std::uint8_t* fv, std::size_t fn) {
+                       if (ft == kAttrResSummaryEntryName) {
+                         name = get_str(fv, fn);
+                         has_name = !name.empty();
+                       } else if (ft == kAttrResSummaryEntryCurr && fn >= 8) {
+                         curr = load<std::uint64_t>(fv);
+                         has_curr = true;
+                       }
+                     });
+                     if (eok && has_name && has_curr) out.counts.emplace_back(std::move(name), curr);
+                     else entries_ok = false;
+                   }) && entries_ok;
+    }
+  });
+  return ok && entries_ok && has_dev && !out.dev_name.empty();
+}
+
 }  // namespace
 
 Decoded decode_messages(const std::uint8_t* data, std::size_t len) {
@@ -137,6 +209,14 @@ Decoded decode_messages(const std::uint8_t* data, std::size_t len) {
       DeviceEntry e;
       if (decode_device(body, blen, e)) d.devices.push_back(std::move(e));
       else d.malformed = true;
+    } else if (h.nlmsg_type == nldev_type(kCmdResQpGet)) {
+      DeviceQps q;
+      if (decode_qps(body, blen, q)) d.qps.push_back(std::move(q));
+      else d.malformed = true;
+    } else if (h.nlmsg_type == nldev_type(kCmdResGet)) {
+      ResourceSummary r;
+      if (decode_summary(body, blen, r)) d.resources.push_back(std::move(r));
+      else d.malformed = true;
     }
     // NLMSG_NOOP, NLMSG_OVERRUN and other types: ignored.
     off += align4(h.nlmsg_len);
@@ -165,6 +245,8 @@ MessageBuilder& MessageBuilder::raw(std::uint16_t type, const void* p, std::size
   if (n) std::memcpy(buf_.data() + start + kAttrHdr, p, n);
   return *this;
 }
+
+MessageBuilder& MessageBuilder::u8(std::uint16_t type, std::uint8_t v) { return raw(type, &v, sizeof v); }
 
 MessageBuilder& MessageBuilder::u32(std::uint16_t type, std::uint32_t v) { return raw(type, &v, sizeof v); }
 
@@ -208,6 +290,15 @@ std::vector<std::uint8_t> encode_stat_get(std::uint32_t seq, std::uint32_t dev_i
 
 std::vector<std::uint8_t> encode_dev_dump(std::uint32_t seq) {
   return MessageBuilder(nldev_type(kCmdGet), NLM_F_REQUEST | NLM_F_ACK | NLM_F_DUMP, seq).finish();
+}
+
+std::vector<std::uint8_t> encode_qp_dump(std::uint32_t seq, std::uint32_t dev_index) {
+  // The kernel dumps one device's resources per request (DEV_INDEX is required).
+  return MessageBuilder(nldev_type(kCmdResQpGet), NLM_F_REQUEST | NLM_F_ACK | NLM_F_DUMP, seq).u32(kAttrDevIndex, dev_index).finish();
+}
+
+std::vector<std::uint8_t> encode_res_dump(std::uint32_t seq) {
+  return MessageBuilder(nldev_type(kCmdResGet), NLM_F_REQUEST | NLM_F_ACK | NLM_F_DUMP, seq).finish();
 }
 
 std::vector<std::uint8_t> encode_error(std::uint32_t seq, int negative_errno) {

@@ -1,6 +1,7 @@
-// RDMA netlink (NETLINK_RDMA, client RDMA_NL_NLDEV) messages for reading hw_counters, as pure
-// functions over bytes: request encoders and a reply decoder that never reads outside the
-// buffer it is given (unit-tested on constructed messages and fuzzable).
+// RDMA netlink (NETLINK_RDMA, client RDMA_NL_NLDEV) messages for reading hw_counters and the
+// resource tracker (QP owners, resource counts), as pure functions over bytes: request encoders
+// and a reply decoder that never reads outside the buffer it is given (unit-tested on
+// constructed messages and fuzzable).
 //
 // What the kernel sends (drivers/infiniband/core/nldev.c):
 //   RDMA_NLDEV_CMD_GET (dump)   one message per device: DEV_INDEX u32, DEV_NAME string, ...
@@ -10,6 +11,15 @@
 //                               with the same values as ports/<n>/hw_counters/* (driver value
 //                               + values kept from bound counters), plus the optional counters
 //                               the user enabled (never in sysfs); disabled ones are skipped.
+//   RDMA_NLDEV_CMD_RES_QP_GET (dump, DEV_INDEX required) -> the device's QPs, split over as many
+//                               messages as needed: DEV_INDEX, DEV_NAME, RES_QP { RES_QP_ENTRY
+//                               { PORT_INDEX (absent before the QP is bound), LQPN, TYPE u8,
+//                               STATE u8, then RES_PID u32 (user QP, PID in the reader's PID
+//                               namespace; absent when the owner is a zombie or outside that
+//                               namespace) or RES_KERN_NAME string (kernel QP) ... } ... }
+//   RDMA_NLDEV_CMD_RES_GET (dump)  one message per device: DEV_INDEX, DEV_NAME, RES_SUMMARY
+//                               { RES_SUMMARY_ENTRY { ENTRY_NAME ("qp", "cq", "mr", ...),
+//                               ENTRY_CURR u64 } ... }
 // Messages have no family header: attributes follow the nlmsghdr directly. u64 values may be
 // preceded by RDMA_NLDEV_ATTR_PAD (type 0) attributes; nested types may carry NLA_F_NESTED.
 #pragma once
@@ -27,9 +37,22 @@ inline constexpr int kNetlinkRdma = 20;  // NETLINK_RDMA
 inline constexpr std::uint16_t kClientNldev = 5;
 inline constexpr std::uint16_t kCmdGet = 1;
 inline constexpr std::uint16_t kCmdStatGet = 17;
+inline constexpr std::uint16_t kCmdResGet = 9;
+inline constexpr std::uint16_t kCmdResQpGet = 10;
 inline constexpr std::uint16_t kAttrDevIndex = 1;
 inline constexpr std::uint16_t kAttrDevName = 2;
 inline constexpr std::uint16_t kAttrPortIndex = 3;
+inline constexpr std::uint16_t kAttrResSummary = 15;
+inline constexpr std::uint16_t kAttrResSummaryEntry = 16;
+inline constexpr std::uint16_t kAttrResSummaryEntryName = 17;
+inline constexpr std::uint16_t kAttrResSummaryEntryCurr = 18;
+inline constexpr std::uint16_t kAttrResQp = 19;
+inline constexpr std::uint16_t kAttrResQpEntry = 20;
+inline constexpr std::uint16_t kAttrResLqpn = 21;
+inline constexpr std::uint16_t kAttrResType = 26;
+inline constexpr std::uint16_t kAttrResState = 27;
+inline constexpr std::uint16_t kAttrResPid = 28;
+inline constexpr std::uint16_t kAttrResKernName = 29;
 inline constexpr std::uint16_t kAttrStatHwCounters = 80;
 inline constexpr std::uint16_t kAttrStatHwCounterEntry = 81;
 inline constexpr std::uint16_t kAttrStatHwCounterEntryName = 82;
@@ -54,10 +77,36 @@ struct DeviceEntry {
   std::string name;
 };
 
+// One queue pair from a RES_QP_GET dump.
+struct QpEntry {
+  std::uint32_t port = 0;     // 0: not bound to a port yet (no PORT_INDEX)
+  std::uint32_t lqpn = 0;
+  std::uint8_t type = 0;      // enum ib_qp_type (2 RC, 3 UC, 4 UD, 8 RAW_PACKET, ...)
+  std::uint8_t state = 0;     // enum ib_qp_state (0 RESET ... 3 RTS, 6 ERR)
+  std::uint32_t pid = 0;      // user QP: owner's PID in the reader's PID namespace; 0 when hidden
+  std::string kern_name;      // kernel QP: the owning module ("ib_core", "rdma_cm", ...); else empty
+  bool kernel() const { return !kern_name.empty(); }
+};
+
+struct DeviceQps {
+  std::uint32_t dev_index = 0;
+  std::string dev_name;
+  std::vector<QpEntry> qps;  // one message's share of the device's QPs
+};
+
+// One device's resource counts from a RES_GET dump (summary names as the kernel spells them).
+struct ResourceSummary {
+  std::uint32_t dev_index = 0;
+  std::string dev_name;
+  std::vector<std::pair<std::string, std::uint64_t>> counts;  // in the kernel's order
+};
+
 // Everything found in one buffer of netlink messages (one recv()).
 struct Decoded {
   std::vector<PortStats> stats;       // STAT_GET replies
   std::vector<DeviceEntry> devices;   // CMD_GET replies
+  std::vector<DeviceQps> qps;          // RES_QP_GET replies
+  std::vector<ResourceSummary> resources;  // RES_GET replies
   bool done = false;       // NLMSG_DONE, or NLMSG_ERROR (an ACK when error == 0) seen
   int error = 0;           // positive errno from an NLMSG_ERROR, 0 when none
   bool malformed = false;  // a message or attribute overran its container, or a reply lacked its keys
@@ -70,12 +119,15 @@ Decoded decode_messages(const std::uint8_t* data, std::size_t len);
 // Request encoders (NLM_F_REQUEST | NLM_F_ACK; the device list also NLM_F_DUMP).
 std::vector<std::uint8_t> encode_stat_get(std::uint32_t seq, std::uint32_t dev_index, std::uint32_t port);
 std::vector<std::uint8_t> encode_dev_dump(std::uint32_t seq);
+std::vector<std::uint8_t> encode_qp_dump(std::uint32_t seq, std::uint32_t dev_index);
+std::vector<std::uint8_t> encode_res_dump(std::uint32_t seq);
 
 // Message builder used by the encoders and by tests to construct kernel-like replies.
 class MessageBuilder {
  public:
   MessageBuilder(std::uint16_t type, std::uint16_t flags, std::uint32_t seq, std::uint32_t pid = 0);
   MessageBuilder& u32(std::uint16_t type, std::uint32_t v);
+  MessageBuilder& u8(std::uint16_t type, std::uint8_t v);
   MessageBuilder& u64(std::uint16_t type, std::uint64_t v);
   MessageBuilder& str(std::uint16_t type, const std::string& v);  // NUL-terminated
   MessageBuilder& raw(std::uint16_t type, const void* p, std::size_t n);

@@ -133,11 +133,29 @@ check(pod["securityContext"].get("runAsNonRoot") is True and pod["securityContex
 check("add" not in c["securityContext"]["capabilities"], "base: adds no capability")
 check(not any(k.startswith("rdma/") for k in c.get("resources", {}).get("limits", {})), "base: no RDMA device")
 check("/host/sys" in cm["data"]["rdma_exporter.yml"], "base: config reads /host/sys")
+check(not pod.get("hostPID"), "base: no host PID namespace")
+check(not any(v.get("hostPath", {}).get("path") == "/proc" for v in pod.get("volumes", [])), "base: no host /proc")
 exporter_loads(cm["data"]["rdma_exporter.yml"], "base ConfigMap")
 
 ds, pod, c, cm = check_common(overlay, "rdma-devices")
 check(c["securityContext"]["capabilities"].get("add") == ["IPC_LOCK"], "rdma-devices: adds IPC_LOCK only")
 check(any(k.startswith("rdma/") for k in c["resources"]["limits"]), "rdma-devices: RDMA device resource")
+# The workload collector: the kernel lists QPs only to a reader that sees their owners' PIDs.
+check(pod.get("hostPID") is True, "rdma-devices: hostPID (workload collector)")
+proc = [v["name"] for v in pod.get("volumes", []) if v.get("hostPath", {}).get("path") == "/proc"]
+proc_mounts = [m for m in c.get("volumeMounts", []) if m["name"] in proc]
+check(len(proc_mounts) == 1 and proc_mounts[0].get("readOnly") is True, "rdma-devices: host /proc mounted read-only")
+ocfg = yaml.safe_load(cm["data"]["rdma_exporter.yml"])
+check(ocfg.get("collectors", {}).get("workload", {}).get("enabled") is True, "rdma-devices: workload collector on")
+check(proc_mounts and ocfg.get("path", {}).get("procfs") == proc_mounts[0]["mountPath"],
+      "rdma-devices: path.procfs is the host /proc mount")
+wl = ocfg.get("collectors", {}).get("workload", {})
+ro = {m["mountPath"] for m in c.get("volumeMounts", []) if m.get("readOnly") is True}
+for key in ("cri_socket", "podresources_socket"):
+    check(any(str(wl.get(key, "")).startswith(d + "/") for d in ro), "rdma-devices: %s under a read-only mount" % key)
+base_mounts = one(base, "DaemonSet")["spec"]["template"]["spec"]["containers"][0].get("volumeMounts", [])
+check(not any(m["mountPath"].startswith(("/host/run", "/var/lib/kubelet", "/host/proc")) for m in base_mounts),
+      "base: no CRI or PodResources socket, no host /proc")
 exporter_loads(cm["data"]["rdma_exporter.yml"], "rdma-devices ConfigMap")
 exporter_loads(open(os.path.join(root, "deploy", "rdma_exporter.yml")).read(), "deploy/rdma_exporter.yml")
 

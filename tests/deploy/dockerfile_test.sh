@@ -12,7 +12,9 @@ for dir in sources exporter collectors bench cmake; do
   grep -q "^COPY $dir " "$root/Dockerfile" || { echo "FAIL: Dockerfile does not copy $dir/"; exit 1; }
 done
 missing=0
-for lib in $(objdump -p "$exporter" | awk '/NEEDED/{print $2}'); do
+# The binary and the modules it dlopen()s from its build tree's lib/rdma_exporter.
+modules=$(ls "$(dirname "$exporter")"/lib/rdma_exporter/librdma_exporter_*.so 2>/dev/null || true)
+for lib in $(objdump -p "$exporter" $modules | awk '/NEEDED/{print $2}' | sort -u); do
   pkg=$(dpkg -S "*/$lib" 2>/dev/null | grep -v -- '-dev' | head -1 | cut -d: -f1)
   case "$pkg" in libc6|libstdc++6|libgcc-s1|"") continue ;; esac   # in the base image
   if grep -qw -- "$pkg" <<<"$runtime"; then echo "ok $lib -> $pkg"; else echo "FAIL $lib -> $pkg not installed in the runtime stage"; missing=1; fi

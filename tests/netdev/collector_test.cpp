@@ -36,7 +36,7 @@ std::unique_ptr<exporter::Collector> make_collector(const std::vector<std::pair<
   for (auto& a : args) argv.push_back(a.c_str());
   options.resolve(options.parse_command_line(static_cast<int>(argv.size()), argv.data()));
   exporter::CollectorSettings settings(options, "netdev");
-  return desc->create(settings, exporter::GlobalContext{"/sys"});
+  return desc->create(settings, exporter::GlobalContext{"/sys", "/proc"});
 }
 
 model::HostModel host_with(const ndtest::TempTree& t, std::vector<std::pair<std::string, model::LinkLayer>> ports,

@@ -11,13 +11,16 @@
 // (retransmissions can only add to that).  It prints the sysfs hw_counters
 // deltas it saw, for the test log; the assertions are the test's.
 //
-// usage: rdma_write_loop [devA] [devB] [iterations] [size]
+// usage: rdma_write_loop [devA] [devB] [iterations] [size] [hold [EXTRA_QPS]]
+// With "hold" it keeps its QPs (plus EXTRA_QPS more) open after the writes until a signal.
 // exit: 0 = all N writes completed and B's buffer holds the last payload;
 //       1 = a completion failed or the payload is wrong; 2 = setup error.
 #include <infiniband/verbs.h>
 
 #include <arpa/inet.h>
 #include <dirent.h>
+
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -95,6 +98,20 @@ int ipv4_gid(ibv_context* ctx, ibv_gid* out) {
   return -1;
 }
 
+ibv_qp* create_rc_qp(const End& e) {
+  ibv_qp_init_attr ia{};
+  ia.send_cq = e.cq;
+  ia.recv_cq = e.cq;
+  ia.qp_type = IBV_QPT_RC;
+  ia.cap.max_send_wr = 4;
+  ia.cap.max_recv_wr = 4;
+  ia.cap.max_send_sge = 1;
+  ia.cap.max_recv_sge = 1;
+  ibv_qp* qp = ibv_create_qp(e.pd, &ia);
+  if (qp == nullptr) die("ibv_create_qp", errno);
+  return qp;
+}
+
 void setup(End& e, const char* name, size_t size) {
   e.name = name;
   e.ctx = open_device(name);
@@ -105,16 +122,7 @@ void setup(End& e, const char* name, size_t size) {
   e.buf.assign(size, 0);
   e.mr = ibv_reg_mr(e.pd, e.buf.data(), size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   if (e.mr == nullptr) die("ibv_reg_mr", errno);
-  ibv_qp_init_attr ia{};
-  ia.send_cq = e.cq;
-  ia.recv_cq = e.cq;
-  ia.qp_type = IBV_QPT_RC;
-  ia.cap.max_send_wr = 4;
-  ia.cap.max_recv_wr = 4;
-  ia.cap.max_send_sge = 1;
-  ia.cap.max_recv_sge = 1;
-  e.qp = ibv_create_qp(e.pd, &ia);
-  if (e.qp == nullptr) die("ibv_create_qp", errno);
+  e.qp = create_rc_qp(e);
   e.gid_index = ipv4_gid(e.ctx, &e.gid);
   if (e.gid_index < 0) {
     std::fprintf(stderr, "rdma_write_loop: %s has no IPv4-mapped RoCE GID on port 1\n", name);
@@ -225,6 +233,25 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("RDMA WRITE %zu B x %ld completed; %s's buffer holds \"%s\"\n", size, done, dev_b, b.buf.data());
+
+  if (argc > 5 && std::strcmp(argv[5], "hold") == 0) {
+    // A QP owner that stays (the workload collector's tests): EXTRA more QPs, alternately on A and
+    // B, moved to INIT on port 1; then wait for a signal, whose default action ends the process
+    // and with it every QP.
+    const long extra = argc > 6 ? std::strtol(argv[6], nullptr, 10) : 0;
+    for (long i = 0; i < extra; ++i) {
+      ibv_qp* qp = create_rc_qp(i % 2 == 0 ? a : b);
+      ibv_qp_attr qa{};
+      qa.qp_state = IBV_QPS_INIT;
+      qa.port_num = 1;
+      qa.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+      if (int rc = ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+        die("ibv_modify_qp(INIT)", rc);
+    }
+    std::printf("holding %ld QPs on %s and %s until a signal\n", extra + 2, dev_a, dev_b);
+    std::fflush(stdout);
+    for (;;) pause();
+  }
 
   teardown(a);
   teardown(b);
