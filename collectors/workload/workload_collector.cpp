@@ -18,6 +18,7 @@
 // exporter needs the host's PID namespace (hostPID) and the host's /proc (--path.procfs), or it
 // sees only its own namespace's QPs.
 #include <chrono>
+#include <cerrno>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -102,9 +103,16 @@ class WorkloadCollector final : public exporter::Collector {
     if (!client_) {
       int err = 0;
       client_ = netlink::Client::open(err);
+      // A kernel without RDMA netlink (ib_core not loaded: EPROTONOSUPPORT) has no queue pairs to
+      // list: the host's state, logged once, asked again next scrape. Any other failure is an error.
+      const bool absent = !client_ && (err == EPROTONOSUPPORT || err == ENOENT);
+      if (client_ || absent)
+        ctx.errors.capability("rdma_netlink", "socket", client_ != nullptr,
+                              std::string("RDMA netlink socket: ") + std::strerror(err) + "; no queue-pair series");
       if (!client_) {
-        ctx.errors.report("netlink", "open",
-                          std::string("RDMA netlink socket: ") + std::strerror(err) + "; no queue-pair series");
+        if (!absent)
+          ctx.errors.report("netlink", "open",
+                            std::string("RDMA netlink socket: ") + std::strerror(err) + "; no queue-pair series");
         return;
       }
     }

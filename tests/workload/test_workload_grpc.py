@@ -8,20 +8,18 @@ an SR-IOV VF's PCI address mapped to an RDMA device (bus/pci/devices/<bdf>/infin
 - a dead or absent socket is a counted error (reason="podresources") and the rest of the scrape
   (the port collector's series) is intact.
 The CRI names need queue pairs (RDMA netlink): vm.workload checks them with the same double."""
-import json
 import os
 import socket
-import subprocess
 import sys
 import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from exporter_harness import Exporter, series, stop_process, take_exporter_arg, value, write_tree  # noqa: E402
+from exporter_harness import Exporter, series, take_exporter_arg, value, write_tree  # noqa: E402
+from workload_doubles import Doubles  # noqa: E402
 
 EXPORTER = take_exporter_arg()
-PYTHON = os.environ.get("RDMA_SYSTEM_PYTHON3", "/usr/bin/python3")
 VF = "0000:3b:00.2"
 DATA = {"pod_resources": [
     {"namespace": "training", "name": "llm-0", "containers": [
@@ -31,29 +29,6 @@ DATA = {"pod_resources": [
     {"namespace": "infer", "name": "svc-1", "containers": [
         {"name": "server", "devices": [
             {"resource_name": "rdma/hca_shared_devices_a", "device_ids": ["mlx5_0", "f2a1c0de"]}]}]}]}
-
-
-class Doubles:
-    def __init__(self, tmp, **sockets):
-        data = os.path.join(tmp, "data.json")
-        json.dump(DATA, open(data, "w"))
-        self.calls = os.path.join(tmp, "calls")
-        args = [PYTHON, os.path.join(HERE, "grpc_doubles.py"), "--data", data, "--calls", self.calls]
-        for k, v in sockets.items():
-            args += ["--" + k, v]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        if line.strip() != "ready":
-            stop_process(self.proc)
-            raise AssertionError("protocol doubles did not start: " + line)
-
-    def count(self, name):
-        if not os.path.exists(self.calls):
-            return 0
-        return open(self.calls).read().split().count(name)
-
-    def stop(self):
-        stop_process(self.proc)
 
 
 def errors(samples, reason):
@@ -75,7 +50,7 @@ class PodResources(unittest.TestCase):
 
     def test_allocations_from_the_kubelet(self):
         sock = os.path.join(self.tmp, "kubelet.sock")
-        d = Doubles(self.tmp, podresources=sock)
+        d = Doubles(self.tmp, DATA, podresources=sock)
         try:
             with self.exporter(sock) as e:
                 s, _ = e.scrape()
