@@ -89,6 +89,17 @@ perftest() {
 
 # median of the numbers on stdin
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# compare_rounds WHAT OURS THEIRS BEST TOL: the rounds' figures (one per line in the files OURS and
+# THEIRS) agree within TOL, by the best runs (BEST picks one from the sorted list: "tail -n1" the
+# highest, "head -n1" the lowest) or by the medians
+compare_rounds() {
+  local what=$1 ours=$2 theirs=$3 best=$4 tol=$5 ob tb om tm
+  ob=$(sort -g "$ours" | $best) tb=$(sort -g "$theirs" | $best)
+  om=$(median <"$ours") tm=$(median <"$theirs")
+  echo "  $what, ours / reference: best runs $ob / $tb, medians of $ROUNDS rounds $om / $tm"
+  if within "$ob" "$tb" "$tol" || within "$om" "$tm" "$tol"; then ok "$what within $tol (best runs or medians)"
+  else bad "$what: not within $tol (best runs $ob / $tb, medians $om / $tm)"; fi
+}
 
 section "write_bw vs ib_write_bw: $BW_SIZE B writes, $BW_QPS QPs, $BW_ITERS writes per QP, tx depth $BW_DEPTH, $ROUNDS rounds"
 : >"$WORK/ib_bws"; : >"$WORK/our_bws"
@@ -102,14 +113,7 @@ for r in $(seq "$ROUNDS"); do
   echo "  round $r: ib_write_bw $ib B/s, write_bw $ours B/s (peak $(value "$WORK/bw" rdma_probe_peak_bandwidth_bytes_per_second) B/s, probe took $took s)"
   echo "$ib" >>"$WORK/ib_bws"; echo "$ours" >>"$WORK/our_bws"
 done
-IB_BW=$(sort -g "$WORK/ib_bws" | tail -n1) OUR_BW=$(sort -g "$WORK/our_bws" | tail -n1)
-echo "  best of $ROUNDS: ib_write_bw $IB_BW B/s, write_bw $OUR_BW B/s; medians $(median <"$WORK/ib_bws") / $(median <"$WORK/our_bws") B/s"
-IB_BW_MED=$(median <"$WORK/ib_bws") OUR_BW_MED=$(median <"$WORK/our_bws")
-if within "$OUR_BW" "$IB_BW" "$BW_TOL" || within "$OUR_BW_MED" "$IB_BW_MED" "$BW_TOL"; then
-  ok "write_bw within $BW_TOL of ib_write_bw (best runs or medians)"
-else
-  bad "write_bw vs ib_write_bw: best $OUR_BW / $IB_BW B/s, medians $OUR_BW_MED / $IB_BW_MED B/s"
-fi
+compare_rounds "write_bw vs ib_write_bw (B/s)" "$WORK/our_bws" "$WORK/ib_bws" "tail -n1" "$BW_TOL"
 expect_value "$WORK/bw" $((BW_QPS * BW_ITERS)) rdma_probe_writes
 expect_value "$WORK/bw" $((BW_QPS * BW_ITERS * BW_SIZE)) rdma_probe_written_bytes
 expect_value "$WORK/bw" 1 rdma_probe_info module=write_bw kind=write_bw device=rxe0 port=1
@@ -129,14 +133,7 @@ for r in $(seq "$ROUNDS"); do
   echo "  round $r: ib_write_lat t_typical $tt us (x2 = $(awk -v t="$tt" 'BEGIN { print 2 * t }') us), write_lat median $med s, p99 $(value "$WORK/lat" rdma_probe_rtt_seconds percentile=99) s"
   awk -v t="$tt" 'BEGIN { printf "%.9f\n", 2 * t / 1e6 }' >>"$WORK/ib_rtts"; echo "$med" >>"$WORK/our_rtts"
 done
-IB_RTT=$(sort -g "$WORK/ib_rtts" | head -n1) MED=$(sort -g "$WORK/our_rtts" | head -n1)
-echo "  best of $ROUNDS: 2 x t_typical $IB_RTT s, write_lat median RTT $MED s; medians $(median <"$WORK/ib_rtts") / $(median <"$WORK/our_rtts") s"
-IB_RTT_MED=$(median <"$WORK/ib_rtts") MED_MED=$(median <"$WORK/our_rtts")
-if within "$MED" "$IB_RTT" "$LAT_TOL" || within "$MED_MED" "$IB_RTT_MED" "$LAT_TOL"; then
-  ok "write_lat median within $LAT_TOL of 2 x t_typical (best runs or medians)"
-else
-  bad "write_lat median RTT vs 2 x t_typical: best $MED / $IB_RTT s, medians $MED_MED / $IB_RTT_MED s"
-fi
+compare_rounds "write_lat median RTT vs 2 x ib_write_lat t_typical (s)" "$WORK/our_rtts" "$WORK/ib_rtts" "head -n1" "$LAT_TOL"
 expect_value "$WORK/lat" $LAT_ITERS rdma_probe_writes
 for f in bw lat; do
   promtool check metrics <"$WORK/$f" >"$WORK/promtool" 2>&1 && ok "promtool check metrics (/probe $f)" || { bad "promtool ($f)"; cat "$WORK/promtool"; }
