@@ -2,7 +2,7 @@
 # vm test: /probe (docs/probe.md). Exporter A (rxe0, 10.77.0.1) has probe modules; B (rxe1,
 # 10.77.0.2:9662) is a responder with the same secret, C (rxe1, 10.77.0.2:9663) one with another.
 #   1. write_bw rxe0 -> rxe1 against ib_write_bw with the same message size, QP count, writes per
-#      QP and tx depth, and write_lat's median RTT against 2 x ib_write_lat's t_typical (half a
+#      QP and tx depth, every write signaled as the probe does (-Q 1; docs/probe.md says why), and write_lat's median RTT against 2 x ib_write_lat's t_typical (half a
 #      round trip), measured in this guest run: ROUNDS runs of each, interleaved. rxe in a TCG
 #      guest loses packets now and then, and each loss costs either tool a retransmission timeout
 #      (67 ms), and the other processes of the guest (two vCPUs) delay either now and then: that
@@ -104,7 +104,7 @@ compare_rounds() {
 section "write_bw vs ib_write_bw: $BW_SIZE B writes, $BW_QPS QPs, $BW_ITERS writes per QP, tx depth $BW_DEPTH, $ROUNDS rounds"
 : >"$WORK/ib_bws"; : >"$WORK/our_bws"
 for r in $(seq "$ROUNDS"); do
-  perftest ib_write_bw "$WORK/ib_bw" -s $BW_SIZE -q $BW_QPS -n $BW_ITERS -t $BW_DEPTH || { cat "$WORK/ib_bw"; fatal "ib_write_bw failed"; }
+  perftest ib_write_bw "$WORK/ib_bw" -s $BW_SIZE -q $BW_QPS -n $BW_ITERS -t $BW_DEPTH -Q 1 || { cat "$WORK/ib_bw"; fatal "ib_write_bw failed"; }
   # columns: #bytes #iterations BW peak[MB/sec] BW average[MB/sec] MsgRate[Mpps]; MB = 2^20 bytes
   ib=$(awk -v s=$BW_SIZE '$1 == s && NF >= 5 { printf "%.0f", $4 * 1048576 }' "$WORK/ib_bw")
   took=$(probe bw "module=write_bw&target=10.77.0.2")
