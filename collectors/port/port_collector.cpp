@@ -1,10 +1,12 @@
-// Collector "port": per-port PMA counters from sysfs (counters/, legacy counters_ext/), port
+// Collector "port": per-port PMA counters from sysfs (counters/, legacy counters_ext/) or, on
+// InfiniBand ports with a usable umad device, from the port's PMA with MADs (mad_counters.h), port
 // and device attributes as gauges and _info series, the port's netdevs, and the attributes only
 // verbs knows (MTU, active width and speed).
 #include <atomic>
 #include <chrono>
 #include <memory>
 
+#include "collectors/port/mad_counters.h"
 #include "collectors/port/port_counters.h"
 #include "exporter/collector.h"
 #include "exporter/parallel.h"
@@ -31,7 +33,7 @@ void report_unless_absent(exporter::ErrorReporter& errors, const sysfs::ReadErro
 
 class PortCollector final : public exporter::Collector {
  public:
-  PortCollector(bool use_verbs) : use_verbs_(use_verbs) {}
+  PortCollector(bool use_verbs, CountersSource source) : use_verbs_(use_verbs), source_(source) {}
 
   void collect(const exporter::ScrapeContext& ctx, MetricSink& out) override {
     // Threads pay where reads are slow (mlx5 counters/ files are firmware commands); where the
@@ -42,18 +44,20 @@ class PortCollector final : public exporter::Collector {
     exporter::for_each_parallel(ctx.host.devices, slow ? kMaxThreads : 1, out,
                                 [&](const model::DeviceModel& dev, MetricSink& s) {
                                   const auto t0 = std::chrono::steady_clock::now();
-                                  collect_device(ctx, dev, s);
-                                  for (const auto& port : dev.ports) collect_port(ctx, dev, port, s);
+                                  const std::string node_guid = collect_device(ctx, dev, s);
+                                  for (const auto& port : dev.ports) collect_port(ctx, dev, port, node_guid, s);
                                   work_ns += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                                             std::chrono::steady_clock::now() - t0)
                                                                             .count());
                                 });
     last_work_ns_.store(work_ns.load(), std::memory_order_relaxed);
     kept_.sweep();  // closes the files of devices and ports that are gone
+    mad_.sweep();
   }
 
  private:
-  void collect_device(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev, MetricSink& out) {
+  // Returns the device's node GUID ("" when unreadable).
+  std::string collect_device(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev, MetricSink& out) {
     auto a = sysfs::read_device_attributes(kept_.at(dev.path));
     for (auto [name, err] : {std::pair{"node_type", a.node_type.error}, {"node_guid", a.node_guid.error},
                              {"sys_image_guid", a.sys_image_guid.error}, {"fw_ver", a.fw_ver.error}})
@@ -73,10 +77,11 @@ class PortCollector final : public exporter::Collector {
               {"node_guid", text_or_empty(a.node_guid)},
               {"sys_image_guid", text_or_empty(a.sys_image_guid)},
               {"node_desc", text_or_empty(a.node_desc)}});
+    return text_or_empty(a.node_guid);
   }
 
   void collect_port(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev, const model::PortModel& port,
-                    MetricSink& out) {
+                    const std::string& node_guid, MetricSink& out) {
     const Labels base{{"device", dev.name}, {"port", port.number_label}};
     auto with = [&base](std::string k, std::string v) {
       Labels l = base;
@@ -111,26 +116,36 @@ class PortCollector final : public exporter::Collector {
     gauge_if("lid", "rdma_port_lid", "Local identifier of the port (0 on RoCE).", a.lid, same);
     gauge_if("sm_lid", "rdma_port_sm_lid", "LID of the subnet manager the port is managed by (0 on RoCE).", a.sm_lid, same);
 
-    collect_counters(ctx, dev, port, base, out);
+    const CounterReads reads = collect_counters(ctx, dev, port, node_guid, a, base, out);
     if (use_verbs_) collect_verbs(dev, port, base, out);
 
     // What this port cost the kernel in this scrape: on mlx5 each counters/ read is a firmware
     // command, so the count is the cost. The port's own attribute files and counters/ and
     // counters_ext/, not the device attributes nor the shared discovery.
-    std::uint64_t opens = 0, preads = 0;
-    for (const std::string& d : {port.path, port.path + "/counters", port.path + "/counters_ext"}) {
-      auto [o, p] = kept_.at(d).take_counts();
-      opens += o;
-      preads += p;
-    }
+    auto [opens, preads] = kept_.at(port.path).take_counts();
+    opens += reads.opens;
+    preads += reads.preads;
     const char* help = "Files the port collector read for the port in this scrape, by method: open (opened and read: "
                        "the first scrape, or a file reopened) and pread (re-read through a descriptor kept open).";
     out.gauge("rdma_port_file_reads", help, with("method", "open"), static_cast<double>(opens));
     out.gauge("rdma_port_file_reads", help, with("method", "pread"), static_cast<double>(preads));
+    const char* counter_help = "Reads of the port's PMA counters in this scrape, by source: sysfs (counters/ and "
+                               "counters_ext/ files, each a PMA MAD inside the driver) and mad (MADs the collector sent "
+                               "through the port's umad device, retries included).";
+    out.gauge_u64("rdma_port_pma_reads", counter_help, with("source", "sysfs"), reads.opens + reads.preads);
+    out.gauge_u64("rdma_port_pma_reads", counter_help, with("source", "mad"), reads.mads);
   }
 
-  void collect_counters(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev,
-                        const model::PortModel& port, const Labels& base, MetricSink& out) {
+  struct CounterReads {
+    std::uint64_t opens = 0, preads = 0;  // counters/ and counters_ext/ files
+    std::uint64_t mads = 0;
+  };
+
+  CounterReads collect_counters(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev,
+                                const model::PortModel& port, const std::string& node_guid,
+                                const sysfs::PortAttributes& a, const Labels& base, MetricSink& out) {
+    CounterReads reads;
+    if (collect_counters_mad(ctx, dev, port, node_guid, a, base, out, reads.mads)) return reads;
     const std::string dir = port.path + "/counters";
     auto counters = sysfs::read_counter_dir(kept_.at(dir));
     // Kernels before 4.20 create counters/ for a device without a PMA too (i40iw) and print
@@ -139,10 +154,7 @@ class PortCollector final : public exporter::Collector {
     if (counters)
       for (const auto& c : counters.value) all_not_available &= c.value.error == ReadError::kNotAvailable;
     const bool present = counters.ok() && !all_not_available;
-    out.gauge("rdma_port_pma_counters_present",
-              "1 when the port has PMA counters in counters/ (rxe, irdma, efa and other drivers have none; old "
-              "kernels print N/A in every file instead).",
-              base, present ? 1.0 : 0.0);
+    out.gauge("rdma_port_pma_counters_present", kPresentHelp, base, present ? 1.0 : 0.0);
     if (present || all_not_available || counters.error == ReadError::kNotFound)
       ctx.errors.capability("pma_counters", dev.name + "/" + port.number_label, present,
                             all_not_available ? dir + " reads \"N/A (no PMA)\": the driver has no PMA"
@@ -166,6 +178,50 @@ class PortCollector final : public exporter::Collector {
     } else {
       report_unless_absent(ctx.errors, legacy.error, legacy_dir);
     }
+    for (const std::string& d : {dir, legacy_dir}) {
+      auto [o, p] = kept_.at(d).take_counts();
+      reads.opens += o;
+      reads.preads += p;
+    }
+    return reads;
+  }
+
+  // The port's counters from its PMA agent with MADs, where the source setting allows and the port
+  // can be asked (an ACTIVE InfiniBand port with a LID: PMA MADs are LID-routed), with the names,
+  // values and saturation flags of its counters/ files. counters/ and counters_ext/ are then not
+  // read. False when the port's counters are still to be read from sysfs.
+  bool collect_counters_mad(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev,
+                            const model::PortModel& port, const std::string& node_guid,
+                            const sysfs::PortAttributes& a, const Labels& base, MetricSink& out,
+                            std::uint64_t& mads) {
+    constexpr std::uint64_t kActive = 4;
+    if (source_ == CountersSource::kSysfs || port.link_layer != model::LinkLayer::kInfiniBand || !a.state.ok() ||
+        a.state.value.id != kActive || !a.lid.ok() || a.lid.value == 0 || a.lid.value > 0xffff || node_guid.empty())
+      return false;
+    const int number = static_cast<int>(port.number);
+    if (source_ == CountersSource::kAuto && mad_.backing_off(dev.name, number)) return false;
+    const auto r = mad_.read(dev.name, number, static_cast<std::uint16_t>(a.lid.value), node_guid);
+    mads = r.mads;
+    const std::string id = dev.name + "/" + port.number_label;
+    if (source_ == CountersSource::kAuto && r.no_device) {
+      // Not this host's device (a fixture tree) or no umad access here: counters/ as without MADs.
+    } else if (source_ == CountersSource::kAuto)
+      ctx.errors.capability("pma_mad", id, r.readings.has_value(),
+                            "PMA MADs to " + id + " failed (" + r.error +
+                                "): its counters are read from counters/ (a PMA MAD inside the driver per file), "
+                                "MADs tried again in 60 s");
+    else if (!r.readings)
+      ctx.errors.report("mad", id, "PMA MADs to " + id + " failed (" + r.error + "): its counters are not exported");
+    if (!r.readings) return source_ == CountersSource::kMad;
+    out.gauge("rdma_port_pma_counters_present", kPresentHelp, base, 1.0);
+    ctx.errors.capability("pma_counters", id, true, "");
+    for (const CounterDef& def : pma_counter_defs()) {
+      const auto v = mad::pma_value(*def.pma, *r.readings);
+      if (!v) continue;
+      emit_counter(ctx, "", sysfs::CounterReading{std::string(def.file), sysfs::Result<std::uint64_t>::success(v->raw)},
+                   &def, v->width, base, out);
+    }
+    return true;
   }
 
   // dir: the counter's directory; its path is only built for an error report.
@@ -213,12 +269,17 @@ class PortCollector final : public exporter::Collector {
                 static_cast<double>(attrs->lane_speed_bits_per_second));
   }
 
+  static constexpr const char* kPresentHelp =
+      "1 when the port has PMA counters in counters/ or answers PMA MADs (rxe, irdma, efa and other drivers have none; "
+      "old kernels print N/A in every file instead).";
   static constexpr unsigned kMaxThreads = 4;  // devices read at once
   // Starting and joining three threads costs about 100 us on a loaded host: below 2 ms of reads
   // one thread is faster (bench/port/bench_port.py: 1.3 x the raw floor against 2.0 x with four).
   static constexpr std::uint64_t kThreadsWorthNs = 2'000'000;
   std::atomic<std::uint64_t> last_work_ns_{UINT64_MAX};  // the first scrape: assume slow reads
   bool use_verbs_;
+  CountersSource source_;
+  MadCounters mad_;
   // The attribute and counter files stay open between scrapes (sources/sysfs/reader.h says when
   // they are reopened): 9 descriptors per device, 6 + 1 + one per counters/ file (22 on mlx5) per port.
   sysfs::KeptDirs kept_;
@@ -232,15 +293,28 @@ RDMA_REGISTER_COLLECTOR({
     .help = "Per-port PMA counters, port and device attributes, netdevs (sysfs) and MTU/width/speed (verbs).",
     .enabled_by_default = true,
     .settings = {{"verbs", exporter::OptionType::kString, "auto",
-                  "Query ibv_query_port for MTU/width/speed: auto (only when --path.sysfs is /sys), true or false."}},
+                  "Query ibv_query_port for MTU/width/speed: auto (only when --path.sysfs is /sys), true or false."},
+                 {"counters-source", exporter::OptionType::kString, "auto",
+                  "Where the PMA counters of ACTIVE InfiniBand ports come from: auto (MADs through the port's umad "
+                  "device where it is the tree's device, counters/ where there is none or its MADs fail), sysfs "
+                  "(counters/ only) or mad (MADs only: a failure is an error and leaves the port's counters out). "
+                  "Other ports always read counters/."}},
     .create = [](const exporter::CollectorSettings& s, const exporter::GlobalContext& g)
         -> std::unique_ptr<exporter::Collector> {
       const std::string mode = s.string("verbs");
       if (mode != "auto" && mode != "true" && mode != "false")
         throw exporter::ConfigError(s.origin("verbs") + ": key 'collectors.port.verbs': expected auto, true or false, got '" +
                                     mode + "'");
+      const std::string source = s.string("counters-source");
+      if (source != "auto" && source != "sysfs" && source != "mad")
+        throw exporter::ConfigError(s.origin("counters-source") +
+                                    ": key 'collectors.port.counters_source': expected auto, sysfs or mad, got '" + source +
+                                    "'");
+      const CountersSource counters = source == "mad"     ? CountersSource::kMad
+                                      : source == "sysfs" ? CountersSource::kSysfs
+                                                          : CountersSource::kAuto;
       // verbs sees the real host; with a fake sysfs tree it would describe other devices.
-      return std::make_unique<PortCollector>(mode == "true" || (mode == "auto" && g.sysfs_root == "/sys"));
+      return std::make_unique<PortCollector>(mode == "true" || (mode == "auto" && g.sysfs_root == "/sys"), counters);
     },
 });
 

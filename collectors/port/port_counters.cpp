@@ -32,8 +32,7 @@ const CounterDef* find_in(const Table& t, std::string_view file) {
 
 }  // namespace
 
-// The PMA rows that have a counters/ file, under this collector's names.
-const std::vector<CounterDef>& pma_counters() {
+const std::vector<CounterDef>& pma_counter_defs() {
   static const std::vector<CounterDef> defs = [] {
     std::vector<CounterDef> d;
     for (const mad::PmaCounter& c : mad::pma_counters()) {
@@ -48,7 +47,7 @@ const std::vector<CounterDef>& pma_counters() {
 }
 
 const CounterDef* find_counter(std::string_view file) {
-  if (const CounterDef* d = find_in(pma_counters(), file)) return d;
+  if (const CounterDef* d = find_in(pma_counter_defs(), file)) return d;
   return find_in(kDriverCounters, file);
 }
 const CounterDef* find_legacy_counter(std::string_view file) { return find_in(kLegacyCounters, file); }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sources/mad/pma_counters.h"
 
@@ -20,6 +21,8 @@ struct CounterDef {
   const mad::PmaCounter* pma = nullptr;  // the PMA counter it shows; nullptr for driver and legacy files
 };
 
+// The PMA counters that have a counters/ file, under this collector's names, in the table's order.
+const std::vector<CounterDef>& pma_counter_defs();
 // counters/<file>; nullptr for a file this table does not know.
 const CounterDef* find_counter(std::string_view file);
 // counters_ext/<file> (kernels < 4.5, MLNX_OFED).
