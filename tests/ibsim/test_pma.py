@@ -700,6 +700,16 @@ def case_port_mad(sim, exe, library):
         eq(port_errors(m), 0, "%s: no errors" % source)
         eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
 
+    # Beside the pma collector: both ask through the one umad agent of the port, with the same values.
+    e = Exporter(sim, exe, "--collector.pma", collector="port", sysfs=root)
+    m = e.metrics()
+    for suffix in list(PORT_PC.values()) + [x for x, _ in PORT_EXT.values()]:
+        eq(get(m, P + suffix + "_total", **L), get(m, "rdma_pma_port_" + suffix + "_total", **L),
+           "port collector == pma collector: " + suffix)
+    eq(get(m, P + "pma_reads", source="sysfs", **L), 0, "beside the pma collector: no counters/ read")
+    eq(port_errors(m) + pma_errors(m), 0, "no errors in either collector")
+    eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
+
 
 def main():
     exe, case, double = sys.argv[1], sys.argv[2], sys.argv[3]
