@@ -3,6 +3,9 @@
 #include <cerrno>
 #include <vector>
 
+#include "sources/sysfs/parse.h"
+#include "sources/sysfs/reader.h"
+
 namespace rdma::collectors::port {
 
 MadCounters::Port& MadCounters::at(const std::string& ca, int port) {
@@ -22,7 +25,7 @@ void MadCounters::sweep() {
   for (auto& [key, p] : ports_) p.used = false;
 }
 
-MadCounters::Read MadCounters::read(const std::string& ca, int port, std::uint16_t lid, const std::string& node_guid) {
+MadCounters::Read MadCounters::read(const std::string& ca, int port, std::uint16_t lid, const std::string& dev_path) {
   Port& st = at(ca, port);
   Read out;
   mad::QueryStats stats;  // accumulates over the queries below
@@ -37,13 +40,16 @@ MadCounters::Read MadCounters::read(const std::string& ca, int port, std::uint16
   if (!st.client) {
     // libibumad's CA of that name must be the tree's device: with a fixture tree (--path.sysfs)
     // it is another one, or none.
+    const auto raw = sysfs::read_attribute(dev_path + "/node_guid");
+    const auto node_guid = raw ? sysfs::parse_guid(raw.value) : std::nullopt;
     std::string err;
     bool same = false;
-    for (const auto& lp : mad::list_local_ports(&err))
-      same |= lp.ca == ca && lp.port == port && mad::guid_label(lp.node_guid) == node_guid;
+    if (node_guid)
+      for (const auto& lp : mad::list_local_ports(&err))
+        same |= lp.ca == ca && lp.port == port && mad::guid_label(lp.node_guid) == *node_guid;
     if (!same) {
       out.no_device = true;
-      return failed("no umad port " + id + " with node GUID " + node_guid);
+      return failed("no umad port " + id + " with the node GUID of " + dev_path);
     }
     int open_errno = 0;
     st.client = mad::MadClient::shared(ca, port, &err, &open_errno);

@@ -33,9 +33,9 @@ class MadCounters {
 
   // ClassPortInfo (once per port: again after a failure or another LID), then PortCounters and,
   // where announced, PortCountersExtended, sent to the port's own LID through its umad device,
-  // which is used only when its CA has `node_guid` (the sysfs tree's, "0x" + 16 hex digits).
-  // Safe to call for different ports at once.
-  Read read(const std::string& ca, int port, std::uint16_t lid, const std::string& node_guid);
+  // which is used only when its CA has the node GUID of the sysfs tree's device at `dev_path`
+  // (read when the device is opened). Safe to call for different ports at once.
+  Read read(const std::string& ca, int port, std::uint16_t lid, const std::string& dev_path);
 
   // In auto mode a port whose MAD failed reads counters/ until this much time has passed (the
   // failed MAD may have cost a timeout, the failed open a walk of libibumad's sysfs).

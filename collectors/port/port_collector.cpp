@@ -44,8 +44,8 @@ class PortCollector final : public exporter::Collector {
     exporter::for_each_parallel(ctx.host.devices, slow ? kMaxThreads : 1, out,
                                 [&](const model::DeviceModel& dev, MetricSink& s) {
                                   const auto t0 = std::chrono::steady_clock::now();
-                                  const std::string node_guid = collect_device(ctx, dev, s);
-                                  for (const auto& port : dev.ports) collect_port(ctx, dev, port, node_guid, s);
+                                  collect_device(ctx, dev, s);
+                                  for (const auto& port : dev.ports) collect_port(ctx, dev, port, s);
                                   work_ns += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                                             std::chrono::steady_clock::now() - t0)
                                                                             .count());
@@ -56,8 +56,7 @@ class PortCollector final : public exporter::Collector {
   }
 
  private:
-  // Returns the device's node GUID ("" when unreadable).
-  std::string collect_device(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev, MetricSink& out) {
+  void collect_device(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev, MetricSink& out) {
     auto a = sysfs::read_device_attributes(kept_.at(dev.path));
     for (auto [name, err] : {std::pair{"node_type", a.node_type.error}, {"node_guid", a.node_guid.error},
                              {"sys_image_guid", a.sys_image_guid.error}, {"fw_ver", a.fw_ver.error}})
@@ -77,11 +76,10 @@ class PortCollector final : public exporter::Collector {
               {"node_guid", text_or_empty(a.node_guid)},
               {"sys_image_guid", text_or_empty(a.sys_image_guid)},
               {"node_desc", text_or_empty(a.node_desc)}});
-    return text_or_empty(a.node_guid);
   }
 
   void collect_port(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev, const model::PortModel& port,
-                    const std::string& node_guid, MetricSink& out) {
+                    MetricSink& out) {
     const Labels base{{"device", dev.name}, {"port", port.number_label}};
     auto with = [&base](std::string k, std::string v) {
       Labels l = base;
@@ -116,36 +114,35 @@ class PortCollector final : public exporter::Collector {
     gauge_if("lid", "rdma_port_lid", "Local identifier of the port (0 on RoCE).", a.lid, same);
     gauge_if("sm_lid", "rdma_port_sm_lid", "LID of the subnet manager the port is managed by (0 on RoCE).", a.sm_lid, same);
 
-    const CounterReads reads = collect_counters(ctx, dev, port, node_guid, a, base, out);
+    std::uint64_t mads = 0;
+    const bool by_mad = collect_counters_mad(ctx, dev, port, a, base, out, mads);
+    if (!by_mad) collect_counters(ctx, dev, port, base, out);
     if (use_verbs_) collect_verbs(dev, port, base, out);
 
     // What this port cost the kernel in this scrape: on mlx5 each counters/ read is a firmware
     // command, so the count is the cost. The port's own attribute files and counters/ and
     // counters_ext/, not the device attributes nor the shared discovery.
-    auto [opens, preads] = kept_.at(port.path).take_counts();
-    opens += reads.opens;
-    preads += reads.preads;
+    std::uint64_t opens = 0, preads = 0, counter_files = 0;
+    for (const std::string& d : {port.path, port.path + "/counters", port.path + "/counters_ext"}) {
+      if (by_mad && d != port.path) break;  // not read: left to be closed by the sweep
+      auto [o, p] = kept_.at(d).take_counts();
+      opens += o;
+      preads += p;
+      if (d != port.path) counter_files += o + p;
+    }
     const char* help = "Files the port collector read for the port in this scrape, by method: open (opened and read: "
                        "the first scrape, or a file reopened) and pread (re-read through a descriptor kept open).";
     out.gauge("rdma_port_file_reads", help, with("method", "open"), static_cast<double>(opens));
     out.gauge("rdma_port_file_reads", help, with("method", "pread"), static_cast<double>(preads));
-    const char* counter_help = "Reads of the port's PMA counters in this scrape, by source: sysfs (counters/ and "
-                               "counters_ext/ files, each a PMA MAD inside the driver) and mad (MADs the collector sent "
-                               "through the port's umad device, retries included).";
-    out.gauge_u64("rdma_port_pma_reads", counter_help, with("source", "sysfs"), reads.opens + reads.preads);
-    out.gauge_u64("rdma_port_pma_reads", counter_help, with("source", "mad"), reads.mads);
+    const char* pma_help = "Reads of the port's PMA counters in this scrape, by source: sysfs (counters/ and "
+                           "counters_ext/ files, each a PMA MAD inside the driver) and mad (MADs the collector sent "
+                           "through the port's umad device, retries included).";
+    out.gauge_u64("rdma_port_pma_reads", pma_help, with("source", "sysfs"), counter_files);
+    out.gauge_u64("rdma_port_pma_reads", pma_help, with("source", "mad"), mads);
   }
 
-  struct CounterReads {
-    std::uint64_t opens = 0, preads = 0;  // counters/ and counters_ext/ files
-    std::uint64_t mads = 0;
-  };
-
-  CounterReads collect_counters(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev,
-                                const model::PortModel& port, const std::string& node_guid,
-                                const sysfs::PortAttributes& a, const Labels& base, MetricSink& out) {
-    CounterReads reads;
-    if (collect_counters_mad(ctx, dev, port, node_guid, a, base, out, reads.mads)) return reads;
+  void collect_counters(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev,
+                        const model::PortModel& port, const Labels& base, MetricSink& out) {
     const std::string dir = port.path + "/counters";
     auto counters = sysfs::read_counter_dir(kept_.at(dir));
     // Kernels before 4.20 create counters/ for a device without a PMA too (i40iw) and print
@@ -178,12 +175,6 @@ class PortCollector final : public exporter::Collector {
     } else {
       report_unless_absent(ctx.errors, legacy.error, legacy_dir);
     }
-    for (const std::string& d : {dir, legacy_dir}) {
-      auto [o, p] = kept_.at(d).take_counts();
-      reads.opens += o;
-      reads.preads += p;
-    }
-    return reads;
   }
 
   // The port's counters from its PMA agent with MADs, where the source setting allows and the port
@@ -191,16 +182,15 @@ class PortCollector final : public exporter::Collector {
   // values and saturation flags of its counters/ files. counters/ and counters_ext/ are then not
   // read. False when the port's counters are still to be read from sysfs.
   bool collect_counters_mad(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev,
-                            const model::PortModel& port, const std::string& node_guid,
-                            const sysfs::PortAttributes& a, const Labels& base, MetricSink& out,
-                            std::uint64_t& mads) {
+                            const model::PortModel& port, const sysfs::PortAttributes& a, const Labels& base,
+                            MetricSink& out, std::uint64_t& mads) {
     constexpr std::uint64_t kActive = 4;
     if (source_ == CountersSource::kSysfs || port.link_layer != model::LinkLayer::kInfiniBand || !a.state.ok() ||
-        a.state.value.id != kActive || !a.lid.ok() || a.lid.value == 0 || a.lid.value > 0xffff || node_guid.empty())
+        a.state.value.id != kActive || !a.lid.ok() || a.lid.value == 0 || a.lid.value > 0xffff)
       return false;
     const int number = static_cast<int>(port.number);
     if (source_ == CountersSource::kAuto && mad_.backing_off(dev.name, number)) return false;
-    const auto r = mad_.read(dev.name, number, static_cast<std::uint16_t>(a.lid.value), node_guid);
+    const auto r = mad_.read(dev.name, number, static_cast<std::uint16_t>(a.lid.value), dev.path);
     mads = r.mads;
     const std::string id = dev.name + "/" + port.number_label;
     if (source_ == CountersSource::kAuto && r.no_device) {
