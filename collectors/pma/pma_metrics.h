@@ -1,5 +1,5 @@
-// The PMA counter table shared by local mode (rdma_pma_port_*) and fabric mode
-// (rdma_pma_fabric_port_*): one row per exported counter, its attribute, width and scale.
+// How local mode (rdma_pma_port_*) and fabric mode (rdma_pma_fabric_port_*) ask for and write
+// the PMA counters of sources/mad/pma_counters.h.
 #pragma once
 
 #include <array>
@@ -10,6 +10,7 @@
 
 #include "exporter/metrics.h"
 #include "sources/mad/mad_client.h"
+#include "sources/mad/pma_counters.h"
 #include "sources/mad/pma_decode.h"
 
 namespace rdma::collectors::pma {
@@ -38,18 +39,9 @@ class AttrSet {
 // refused PortCounters or ClassPortInfo is a failure).
 bool says_unsupported(mad::PmaAttr attr, const mad::PmaReply& reply);
 
-// What one port answered; absent attributes were unsupported or failed.
-struct PortReadings {
-  std::uint16_t cap_mask = 0;
-  // PortCountersExtended failed (not refused): the data/packet counters are left out rather than
-  // taken from the 32-bit PortCounters (a jump down that Prometheus would read as a counter reset).
-  bool ext_failed = false;
-  std::optional<mad::PortCounters> pc;
-  std::optional<mad::PortCountersExtended> ext;
-  std::optional<mad::PortRcvErrorDetails> rcv_err;
-  std::optional<mad::PortXmitDiscardDetails> xmit_disc;
-  std::optional<mad::PortVLXmitWait> vl_wait;
-};
+// What one port answered (the decoders and the counter table are in sources/mad/pma_counters.h).
+using mad::PortReadings;
+using mad::store;
 
 // The attributes to ask a port for, given its ClassPortInfo capability mask, whether per-VL wait
 // is wanted, and what the port's agent has refused.
@@ -60,9 +52,6 @@ std::vector<mad::PmaAttr> attributes_for(std::uint16_t cap_mask, bool vl_xmit_wa
 // only when wanted (`vl_xmit_wait`): otherwise nothing is known of it.
 void emit_support(const std::string& name, std::string_view help, std::uint16_t cap_mask, bool vl_xmit_wait,
                   AttrSet refused, const exporter::Labels& base, exporter::MetricSink& out);
-// Stores a successful reply's payload; false when it does not decode (malformed).
-bool store(PortReadings& r, mad::PmaAttr attr, const mad::PmaReply& reply);
-
 // Which <prefix>saturated{counter} gauges emit_port writes: one per counter narrower than 64 bits
 // (0 or 1), or only those at 1 (an on-demand fabric target: 14 zeros per port would be most of
 // its exposition; "absent" reads as "not saturated" in `== 1` alerts).
@@ -72,8 +61,5 @@ enum class Saturation { kEveryCounter, kOnlySaturated };
 // <prefix>saturated{counter} for the counters narrower than 64 bits (see Saturation).
 void emit_port(const PortReadings& r, const std::string& prefix, const exporter::Labels& base, exporter::MetricSink& out,
                Saturation saturation = Saturation::kEveryCounter);
-
-// The names emit_port writes after the prefix (for the docs test).
-std::vector<std::string> counter_names();
 
 }  // namespace rdma::collectors::pma

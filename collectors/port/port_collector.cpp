@@ -1,10 +1,12 @@
-// Collector "port": per-port PMA counters from sysfs (counters/, legacy counters_ext/), port
+// Collector "port": per-port PMA counters from sysfs (counters/, legacy counters_ext/) or, on
+// InfiniBand ports with a usable umad device, from the port's PMA with MADs (mad_counters.h), port
 // and device attributes as gauges and _info series, the port's netdevs, and the attributes only
 // verbs knows (MTU, active width and speed).
 #include <atomic>
 #include <chrono>
 #include <memory>
 
+#include "collectors/port/mad_counters.h"
 #include "collectors/port/port_counters.h"
 #include "exporter/collector.h"
 #include "exporter/parallel.h"
@@ -31,7 +33,7 @@ void report_unless_absent(exporter::ErrorReporter& errors, const sysfs::ReadErro
 
 class PortCollector final : public exporter::Collector {
  public:
-  PortCollector(bool use_verbs) : use_verbs_(use_verbs) {}
+  PortCollector(bool use_verbs, CountersSource source) : use_verbs_(use_verbs), source_(source) {}
 
   void collect(const exporter::ScrapeContext& ctx, MetricSink& out) override {
     // Threads pay where reads are slow (mlx5 counters/ files are firmware commands); where the
@@ -50,6 +52,7 @@ class PortCollector final : public exporter::Collector {
                                 });
     last_work_ns_.store(work_ns.load(), std::memory_order_relaxed);
     kept_.sweep();  // closes the files of devices and ports that are gone
+    mad_.sweep();
   }
 
  private:
@@ -111,22 +114,31 @@ class PortCollector final : public exporter::Collector {
     gauge_if("lid", "rdma_port_lid", "Local identifier of the port (0 on RoCE).", a.lid, same);
     gauge_if("sm_lid", "rdma_port_sm_lid", "LID of the subnet manager the port is managed by (0 on RoCE).", a.sm_lid, same);
 
-    collect_counters(ctx, dev, port, base, out);
+    std::uint64_t mads = 0;
+    const bool by_mad = collect_counters_mad(ctx, dev, port, a, base, out, mads);
+    if (!by_mad) collect_counters(ctx, dev, port, base, out);
     if (use_verbs_) collect_verbs(dev, port, base, out);
 
     // What this port cost the kernel in this scrape: on mlx5 each counters/ read is a firmware
     // command, so the count is the cost. The port's own attribute files and counters/ and
     // counters_ext/, not the device attributes nor the shared discovery.
-    std::uint64_t opens = 0, preads = 0;
+    std::uint64_t opens = 0, preads = 0, counter_files = 0;
     for (const std::string& d : {port.path, port.path + "/counters", port.path + "/counters_ext"}) {
+      if (by_mad && d != port.path) break;  // not read: left to be closed by the sweep
       auto [o, p] = kept_.at(d).take_counts();
       opens += o;
       preads += p;
+      if (d != port.path) counter_files += o + p;
     }
     const char* help = "Files the port collector read for the port in this scrape, by method: open (opened and read: "
                        "the first scrape, or a file reopened) and pread (re-read through a descriptor kept open).";
     out.gauge("rdma_port_file_reads", help, with("method", "open"), static_cast<double>(opens));
     out.gauge("rdma_port_file_reads", help, with("method", "pread"), static_cast<double>(preads));
+    const char* pma_help = "Reads of the port's PMA counters in this scrape, by source: sysfs (counters/ and "
+                           "counters_ext/ files, each a PMA MAD inside the driver) and mad (MADs the collector sent "
+                           "through the port's umad device, retries included).";
+    out.gauge_u64("rdma_port_pma_reads", pma_help, with("source", "sysfs"), counter_files);
+    out.gauge_u64("rdma_port_pma_reads", pma_help, with("source", "mad"), mads);
   }
 
   void collect_counters(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev,
@@ -139,10 +151,7 @@ class PortCollector final : public exporter::Collector {
     if (counters)
       for (const auto& c : counters.value) all_not_available &= c.value.error == ReadError::kNotAvailable;
     const bool present = counters.ok() && !all_not_available;
-    out.gauge("rdma_port_pma_counters_present",
-              "1 when the port has PMA counters in counters/ (rxe, irdma, efa and other drivers have none; old "
-              "kernels print N/A in every file instead).",
-              base, present ? 1.0 : 0.0);
+    out.gauge("rdma_port_pma_counters_present", kPresentHelp, base, present ? 1.0 : 0.0);
     if (present || all_not_available || counters.error == ReadError::kNotFound)
       ctx.errors.capability("pma_counters", dev.name + "/" + port.number_label, present,
                             all_not_available ? dir + " reads \"N/A (no PMA)\": the driver has no PMA"
@@ -166,6 +175,43 @@ class PortCollector final : public exporter::Collector {
     } else {
       report_unless_absent(ctx.errors, legacy.error, legacy_dir);
     }
+  }
+
+  // The port's counters from its PMA agent with MADs, where the source setting allows and the port
+  // can be asked (an ACTIVE InfiniBand port with a LID: PMA MADs are LID-routed), with the names,
+  // values and saturation flags of its counters/ files. counters/ and counters_ext/ are then not
+  // read. False when the port's counters are still to be read from sysfs.
+  bool collect_counters_mad(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev,
+                            const model::PortModel& port, const sysfs::PortAttributes& a, const Labels& base,
+                            MetricSink& out, std::uint64_t& mads) {
+    constexpr std::uint64_t kActive = 4;
+    if (source_ == CountersSource::kSysfs || port.link_layer != model::LinkLayer::kInfiniBand || !a.state.ok() ||
+        a.state.value.id != kActive || !a.lid.ok() || a.lid.value == 0 || a.lid.value > 0xffff)
+      return false;
+    const int number = static_cast<int>(port.number);
+    if (source_ == CountersSource::kAuto && mad_.backing_off(dev.name, number)) return false;
+    const auto r = mad_.read(dev.name, number, static_cast<std::uint16_t>(a.lid.value), dev.path);
+    mads = r.mads;
+    const std::string id = dev.name + "/" + port.number_label;
+    if (source_ == CountersSource::kAuto && r.no_device) {
+      // Not this host's device (a fixture tree) or no umad access here: counters/ as without MADs.
+    } else if (source_ == CountersSource::kAuto)
+      ctx.errors.capability("pma_mad", id, r.readings.has_value(),
+                            "PMA MADs to " + id + " failed (" + r.error +
+                                "): its counters are read from counters/ (a PMA MAD inside the driver per file), "
+                                "MADs tried again in 60 s");
+    else if (!r.readings)
+      ctx.errors.report("mad", id, "PMA MADs to " + id + " failed (" + r.error + "): its counters are not exported");
+    if (!r.readings) return source_ == CountersSource::kMad;
+    out.gauge("rdma_port_pma_counters_present", kPresentHelp, base, 1.0);
+    ctx.errors.capability("pma_counters", id, true, "");
+    for (const CounterDef& def : pma_counter_defs()) {
+      const auto v = mad::pma_value(*def.pma, *r.readings);
+      if (!v) continue;
+      emit_counter(ctx, "", sysfs::CounterReading{std::string(def.file), sysfs::Result<std::uint64_t>::success(v->raw)},
+                   &def, v->width, base, out);
+    }
+    return true;
   }
 
   // dir: the counter's directory; its path is only built for an error report.
@@ -213,12 +259,17 @@ class PortCollector final : public exporter::Collector {
                 static_cast<double>(attrs->lane_speed_bits_per_second));
   }
 
+  static constexpr const char* kPresentHelp =
+      "1 when the port has PMA counters in counters/ or answers PMA MADs (rxe, irdma, efa and other drivers have none; "
+      "old kernels print N/A in every file instead).";
   static constexpr unsigned kMaxThreads = 4;  // devices read at once
   // Starting and joining three threads costs about 100 us on a loaded host: below 2 ms of reads
   // one thread is faster (bench/port/bench_port.py: 1.3 x the raw floor against 2.0 x with four).
   static constexpr std::uint64_t kThreadsWorthNs = 2'000'000;
   std::atomic<std::uint64_t> last_work_ns_{UINT64_MAX};  // the first scrape: assume slow reads
   bool use_verbs_;
+  CountersSource source_;
+  MadCounters mad_;
   // The attribute and counter files stay open between scrapes (sources/sysfs/reader.h says when
   // they are reopened): 9 descriptors per device, 6 + 1 + one per counters/ file (22 on mlx5) per port.
   sysfs::KeptDirs kept_;
@@ -232,15 +283,28 @@ RDMA_REGISTER_COLLECTOR({
     .help = "Per-port PMA counters, port and device attributes, netdevs (sysfs) and MTU/width/speed (verbs).",
     .enabled_by_default = true,
     .settings = {{"verbs", exporter::OptionType::kString, "auto",
-                  "Query ibv_query_port for MTU/width/speed: auto (only when --path.sysfs is /sys), true or false."}},
+                  "Query ibv_query_port for MTU/width/speed: auto (only when --path.sysfs is /sys), true or false."},
+                 {"counters-source", exporter::OptionType::kString, "auto",
+                  "Where the PMA counters of ACTIVE InfiniBand ports come from: auto (MADs through the port's umad "
+                  "device where it is the tree's device, counters/ where there is none or its MADs fail), sysfs "
+                  "(counters/ only) or mad (MADs only: a failure is an error and leaves the port's counters out). "
+                  "Other ports always read counters/."}},
     .create = [](const exporter::CollectorSettings& s, const exporter::GlobalContext& g)
         -> std::unique_ptr<exporter::Collector> {
       const std::string mode = s.string("verbs");
       if (mode != "auto" && mode != "true" && mode != "false")
         throw exporter::ConfigError(s.origin("verbs") + ": key 'collectors.port.verbs': expected auto, true or false, got '" +
                                     mode + "'");
+      const std::string source = s.string("counters-source");
+      if (source != "auto" && source != "sysfs" && source != "mad")
+        throw exporter::ConfigError(s.origin("counters-source") +
+                                    ": key 'collectors.port.counters_source': expected auto, sysfs or mad, got '" + source +
+                                    "'");
+      const CountersSource counters = source == "mad"     ? CountersSource::kMad
+                                      : source == "sysfs" ? CountersSource::kSysfs
+                                                          : CountersSource::kAuto;
       // verbs sees the real host; with a fake sysfs tree it would describe other devices.
-      return std::make_unique<PortCollector>(mode == "true" || (mode == "auto" && g.sysfs_root == "/sys"));
+      return std::make_unique<PortCollector>(mode == "true" || (mode == "auto" && g.sysfs_root == "/sys"), counters);
     },
 });
 

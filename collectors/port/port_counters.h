@@ -1,20 +1,28 @@
 // The kernel's PMA counter files (ports/<n>/counters, legacy counters_ext) as data: metric
-// name, help, unit scale and PMA field width (the saturation point).
+// name, help, unit scale and PMA field width (the saturation point). The PMA ones are the rows of
+// sources/mad/pma_counters.h that have a counters/ file.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
+
+#include "sources/mad/pma_counters.h"
 
 namespace rdma::collectors::port {
 
 struct CounterDef {
   std::string_view file;
-  std::string_view metric;   // full metric name
+  std::string metric;        // full metric name
   std::string_view help;
   std::uint8_t width;        // bits; 64 = no saturation indicator; 0 = depends on the table
   std::uint8_t scale;        // multiply the value by this (4-octet words -> bytes)
+  const mad::PmaCounter* pma = nullptr;  // the PMA counter it shows; nullptr for driver and legacy files
 };
 
+// The PMA counters that have a counters/ file, under this collector's names, in the table's order.
+const std::vector<CounterDef>& pma_counter_defs();
 // counters/<file>; nullptr for a file this table does not know.
 const CounterDef* find_counter(std::string_view file);
 // counters_ext/<file> (kernels < 4.5, MLNX_OFED).

@@ -1,7 +1,8 @@
 // PMA queries over libibumad: many Get MADs in flight (bounded window), per-MAD timeout and
 // retries, replies matched by transaction ID. One client per (CA, port) per process, shared by
-// the local and fabric modes (and across SIGHUP reloads): real kernels allow more, but the ibsim
-// shim routes replies to the port that registered a class last, so a second open would steal them.
+// the pma collector's local and fabric modes and the port collector (and across SIGHUP reloads):
+// real kernels allow more, but the ibsim shim routes replies to the port that registered a class
+// last, so a second open would steal them.
 #pragma once
 
 #include <array>

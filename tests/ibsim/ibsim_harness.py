@@ -225,13 +225,14 @@ class Sim:
 
 
 class Exporter:
-    def __init__(self, sim, binary, *args, env=None):
-        """env: variables added to the simulator's (e.g. an LD_PRELOAD that includes sim.shim)."""
+    def __init__(self, sim, binary, *args, env=None, collector="pma", sysfs=None):
+        """env: variables added to the simulator's (e.g. an LD_PRELOAD that includes sim.shim);
+        collector: the one collector enabled; sysfs: the --path.sysfs tree (default: an empty one)."""
         self.sim = sim
-        self.sysfs = tempfile.mkdtemp(dir=sim.dir, prefix="sysfs-")
+        self.sysfs = sysfs or tempfile.mkdtemp(dir=sim.dir, prefix="sysfs-")
         self.errlog = open(os.path.join(sim.dir, "exporter-%d.log" % len(sim.procs)), "w+")
         argv = [binary, "--web.listen-address=127.0.0.1:0", "--path.sysfs=" + self.sysfs,
-                "--collector.disable-defaults", "--collector.pma", "--log.level=debug"] + list(args)
+                "--collector.disable-defaults", "--collector." + collector, "--log.level=debug"] + list(args)
         self.proc = sim.track(subprocess.Popen(argv, cwd=sim.dir, env=dict(sim.shim_env, **(env or {})),
                                                stdout=self.errlog, stderr=subprocess.STDOUT, text=True))
         sim.exporters.append(self)

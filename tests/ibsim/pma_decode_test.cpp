@@ -3,9 +3,13 @@
 #include <infiniband/mad.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstring>
+#include <map>
+#include <string_view>
 #include <random>
 
+#include "sources/mad/pma_counters.h"
 #include "sources/mad/pma_decode.h"
 
 using namespace rdma::mad;
@@ -17,37 +21,70 @@ void put32(std::uint8_t* buf, enum MAD_FIELDS f, std::uint32_t v) { mad_encode_f
 void put64(std::uint8_t* buf, enum MAD_FIELDS f, std::uint64_t v) { mad_encode_field(buf, f, &v); }
 }  // namespace
 
-TEST_CASE("PortCounters decode matches libibmad field layout", "[pma]") {
+namespace {
+
+// libibmad's field of each PortCounters row of the counter table. Not IB_PC_QP1_DROP_F: libibmad
+// 44 places it on VL15Dropped's bits (176); IBA puts QP1Dropped at bits 160-175, where the
+// decoder reads it (checked below).
+const std::map<std::string_view, enum MAD_FIELDS> kPcFields = {
+    {"symbol_errors", IB_PC_ERR_SYM_F}, {"link_error_recovery", IB_PC_LINK_RECOVERS_F},
+    {"link_downed", IB_PC_LINK_DOWNED_F}, {"receive_errors", IB_PC_ERR_RCV_F},
+    {"receive_remote_physical_errors", IB_PC_ERR_PHYSRCV_F}, {"receive_switch_relay_errors", IB_PC_ERR_SWITCH_REL_F},
+    {"transmit_discards", IB_PC_XMT_DISCARDS_F}, {"transmit_constraint_errors", IB_PC_ERR_XMTCONSTR_F},
+    {"receive_constraint_errors", IB_PC_ERR_RCVCONSTR_F}, {"local_link_integrity_errors", IB_PC_ERR_LOCALINTEG_F},
+    {"excessive_buffer_overrun_errors", IB_PC_ERR_EXCESS_OVR_F}, {"vl15_dropped", IB_PC_VL15_DROPPED_F},
+    {"transmit_bytes", IB_PC_XMT_BYTES_F}, {"receive_bytes", IB_PC_RCV_BYTES_F}, {"transmit_packets", IB_PC_XMT_PKTS_F},
+    {"receive_packets", IB_PC_RCV_PKTS_F}, {"transmit_wait", IB_PC_XMT_WAIT_F}};
+
+// The width libibmad gives a field: all ones encoded, read back.
+unsigned libibmad_width(enum MAD_FIELDS f) {
+  std::uint8_t buf[kPmaDataSize] = {};
+  std::uint32_t ones = UINT32_MAX, back = 0;
+  mad_encode_field(buf, f, &ones);
+  mad_decode_field(buf, f, &back);
+  unsigned w = 0;
+  for (; back; back >>= 1) ++w;
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("PortCounters decode matches libibmad field layout, with the counter table's widths", "[pma]") {
+  unsigned rows = 0;
+  for (const PmaCounter& c : pma_counters()) {
+    if (c.attr != PmaAttr::kPortCounters || c.suffix == "qp1_dropped") continue;
+    ++rows;
+    INFO(c.suffix);
+    REQUIRE(kPcFields.count(c.suffix));
+    CHECK(libibmad_width(kPcFields.at(c.suffix)) == c.width);
+  }
+  CHECK(rows == kPcFields.size());
   for (int round = 0; round < 50; ++round) {
     std::uint8_t buf[kPmaDataSize] = {};
-    struct F { enum MAD_FIELDS f; unsigned w; std::uint32_t PortCounters::*m; };
-    const F fields[] = {
-        {IB_PC_ERR_SYM_F, 16, &PortCounters::symbol_errors}, {IB_PC_LINK_RECOVERS_F, 8, &PortCounters::link_error_recovery},
-        {IB_PC_LINK_DOWNED_F, 8, &PortCounters::link_downed}, {IB_PC_ERR_RCV_F, 16, &PortCounters::rcv_errors},
-        {IB_PC_ERR_PHYSRCV_F, 16, &PortCounters::rcv_remote_physical_errors},
-        {IB_PC_ERR_SWITCH_REL_F, 16, &PortCounters::rcv_switch_relay_errors},
-        {IB_PC_XMT_DISCARDS_F, 16, &PortCounters::xmit_discards}, {IB_PC_ERR_XMTCONSTR_F, 8, &PortCounters::xmit_constraint_errors},
-        {IB_PC_ERR_RCVCONSTR_F, 8, &PortCounters::rcv_constraint_errors},
-        {IB_PC_ERR_LOCALINTEG_F, 4, &PortCounters::local_link_integrity_errors},
-        // Not IB_PC_QP1_DROP_F: libibmad 44 places it on VL15Dropped's bits (176); IBA puts
-        // QP1Dropped at bits 160-175, where the decoder reads it (checked below).
-        {IB_PC_ERR_EXCESS_OVR_F, 4, &PortCounters::excessive_buffer_overrun_errors},
-        {IB_PC_VL15_DROPPED_F, 16, &PortCounters::vl15_dropped}, {IB_PC_XMT_BYTES_F, 32, &PortCounters::xmit_data},
-        {IB_PC_RCV_BYTES_F, 32, &PortCounters::rcv_data}, {IB_PC_XMT_PKTS_F, 32, &PortCounters::xmit_pkts},
-        {IB_PC_RCV_PKTS_F, 32, &PortCounters::rcv_pkts}, {IB_PC_XMT_WAIT_F, 32, &PortCounters::xmit_wait}};
-    std::vector<std::uint32_t> want;
-    for (const auto& f : fields) {
-      want.push_back(static_cast<std::uint32_t>(round == 0 ? (std::uint64_t{1} << f.w) - 1 : rnd(f.w)));
-      put32(buf, f.f, want.back());
+    std::map<std::string_view, std::uint32_t> want;
+    for (const PmaCounter& c : pma_counters()) {
+      if (!kPcFields.count(c.suffix)) continue;
+      want[c.suffix] = static_cast<std::uint32_t>(round == 0 ? (std::uint64_t{1} << c.width) - 1 : rnd(c.width));
+      put32(buf, kPcFields.at(c.suffix), want[c.suffix]);
     }
     put32(buf, IB_PC_PORT_SELECT_F, 7);
-    auto c = decode_port_counters(buf);
-    REQUIRE(c);
-    CHECK(c->port_select == 7);
+    PortReadings r;
+    r.cap_mask = kCapXmitWait;  // PortXmitWait valid; no PortCountersExtended
+    r.pc = decode_port_counters(buf);
+    REQUIRE(r.pc);
+    CHECK(r.pc->port_select == 7);
+    for (const PmaCounter& c : pma_counters()) {
+      if (!kPcFields.count(c.suffix)) continue;
+      INFO(c.suffix);
+      const auto v = pma_value(c, r);
+      REQUIRE(v);
+      CHECK(v->raw == want[c.suffix]);
+      CHECK(v->width == c.width);
+      CHECK(saturated(*v) == (want[c.suffix] == (std::uint64_t{1} << c.width) - 1));
+    }
     buf[20] = 0x12;
     buf[21] = 0x34;
     CHECK(decode_port_counters(buf)->qp1_dropped == 0x1234);
-    for (std::size_t i = 0; i < std::size(fields); ++i) CHECK((*c).*(fields[i].m) == want[i]);
   }
 }
 
@@ -67,6 +104,22 @@ TEST_CASE("PortCountersExtended decode is u64 exact", "[pma]") {
   CHECK(c->unicast_rcv_pkts == v[5]);
   CHECK(c->multicast_xmit_pkts == v[6]);
   CHECK(c->multicast_rcv_pkts == v[7]);
+  // The table's 64-bit sources, in libibmad's order above.
+  const std::string_view rows[] = {"transmit_bytes", "receive_bytes", "transmit_packets", "receive_packets",
+                                   "unicast_transmit_packets", "unicast_receive_packets", "multicast_transmit_packets",
+                                   "multicast_receive_packets"};
+  PortReadings r;
+  r.cap_mask = kCapExtWidth;
+  r.ext = c;
+  for (int i = 0; i < 8; ++i) {
+    const auto row = std::find_if(pma_counters().begin(), pma_counters().end(),
+                                  [&](const PmaCounter& x) { return x.suffix == rows[i]; });
+    REQUIRE(row != pma_counters().end());
+    const auto got = pma_value(*row, r);
+    REQUIRE(got);
+    CHECK(got->raw == v[i]);
+    CHECK(got->width == 64);
+  }
 }
 
 TEST_CASE("error details, VL xmit wait and ClassPortInfo match libibmad", "[pma]") {

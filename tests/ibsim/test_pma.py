@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """pma collector against the ibsim simulator: exporter values == PerformanceSet values == perfquery.
 
-usage: test_pma.py <rdma_exporter> local|fabric|faults|targets|unsupported_local|unsupported_fabric <pma_mad_double.so>
+usage: test_pma.py <rdma_exporter> local|fabric|faults|targets|unsupported_local|unsupported_fabric|port_mad <pma_mad_double.so>
+(port_mad: the port collector's counters through MADs, on a sysfs tree of the simulator's CA)
 Exit 0 = pass, else fail (also when the simulator cannot be installed or started).
 """
 import json
@@ -9,13 +10,14 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from exporter_harness import Prometheus  # noqa: E402
+from exporter_harness import SYSFS_GEN, Prometheus  # noqa: E402
 from ibsim_harness import Exporter, Sim, SetupError, fat_tree, get, parse_metrics, wait_for  # noqa: E402
 
 FAILS = []
@@ -587,6 +589,128 @@ def case_unsupported_fabric(sim, exe, library):
     eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
 
 
+# The port collector's counters/ file -> metric suffix, for the PortCounters and
+# PortCountersExtended counters the kernel shows in counters/ (perfquery field names).
+PORT_PC = {f: s for f, s in PC_ERRORS.items()}
+PORT_EXT = {"PortXmitData": ("transmit_bytes", 4), "PortRcvData": ("receive_bytes", 4),
+            "PortXmitPkts": ("transmit_packets", 1), "PortRcvPkts": ("receive_packets", 1),
+            "PortUnicastXmitPkts": ("unicast_transmit_packets", 1), "PortUnicastRcvPkts": ("unicast_receive_packets", 1),
+            "PortMulticastXmitPkts": ("multicast_transmit_packets", 1),
+            "PortMulticastRcvPkts": ("multicast_receive_packets", 1)}
+TREE_VALUE = 5  # every counters/ file of the port tree: a value no counter of the simulator has
+
+
+def port_tree(sim, node_guid, lid):
+    """A sysfs tree (tests/fixtures/sysfs_gen.py) with the simulator's CA: ibsim0, its node GUID,
+    port 1 InfiniBand ACTIVE at its LID, a counters/ directory in the ext table holding TREE_VALUE
+    everywhere. Returns (root, number of counters/ files)."""
+    sys.path.insert(0, os.path.dirname(SYSFS_GEN))
+    import sysfs_gen  # noqa: E402
+    root = tempfile.mkdtemp(dir=sim.dir, prefix="sysfs-")
+    t = sysfs_gen.Tree(root)
+    d = sysfs_gen.Device(t, "ibsim0", "0000:01:00.0", "mlx5_core", fw="1", guid_n=node_guid)
+    p = d.port(1, "InfiniBand", rate="10 Gb/sec (4X SDR)", lid=hex(lid), sm_lid="0x1")
+    values = sysfs_gen.pma_values(t, "ext")
+    d.counters(p, {f: TREE_VALUE for f in values})
+    return root, len(values)
+
+
+def port_errors(m):
+    return sum(v for (n, l), v in m.items()
+               if n == "rdma_exporter_collector_errors_total" and dict(l).get("collector") == "port")
+
+
+def case_port_mad(sim, exe, library):
+    """The port collector takes an InfiniBand port's counters from its PMA with MADs instead of
+    counters/, with the same names, and falls back to counters/ when the MADs fail."""
+    lid = sim.lids()["Hca1"][1]
+    for f, v in (("PortCounters.SymbolErrorCounter", 42), ("PortCounters.LinkDownedCounter", 3),
+                 ("PortCounters.PortRcvErrors", 7), ("PortCounters.PortXmitDiscards", 99999),
+                 ("PortCounters.VL15Dropped", 9), ("PortCounters.PortXmitWait", 123456),
+                 ("PortCountersExtended.PortXmitData", 10 ** 12), ("PortCountersExtended.PortRcvData", 2 ** 62 - 1),
+                 ("PortCountersExtended.PortXmitPkts", 2 ** 40 + 3), ("PortCountersExtended.PortRcvPkts", 2 ** 33),
+                 ("PortCountersExtended.PortUnicastXmitPkts", 2 ** 35 + 1),
+                 ("PortCountersExtended.PortMulticastRcvPkts", 17)):
+        sim.set("Hca1", 1, f, v)
+    root, files = port_tree(sim, 0x100000, lid)
+    L = {"device": "ibsim0", "port": "1"}
+    P = "rdma_port_"
+    double = Double(sim, library, [])
+    e = Exporter(sim, exe, "--collector.port.counters-source=auto", collector="port", sysfs=root, env=double.env)
+    first = e.metrics()
+    scrapes = [e.metrics() for _ in range(3)]
+    m = scrapes[-1]
+    text = e.text()
+    pq, pqx = sim.perfquery(), sim.perfquery("-x")
+    for field, suffix in PORT_PC.items():
+        eq(get(m, P + suffix + "_total", **L), pq[field], "MAD source: %s == perfquery %s" % (suffix, field))
+    for field, (suffix, scale) in PORT_EXT.items():
+        eq(get(m, P + suffix + "_total", **L), pqx[field] * scale, "MAD source: %s == perfquery -x %s" % (suffix, field))
+    eq(get(m, P + "transmit_bytes_total", **L), 4 * 10 ** 12, "64-bit PortXmitData x 4, as set")
+    eq(get(m, P + "receive_bytes_total", **L), 4 * (2 ** 62 - 1), "64-bit PortRcvData x 4 beyond 2^63, exact")
+    eq(get(m, P + "transmit_packets_total", **L), 2 ** 40 + 3, "64-bit PortXmitPkts as set")
+    eq(get(m, P + "unicast_transmit_packets_total", **L), 2 ** 35 + 1, "PortUnicastXmitPkts as set")
+    eq(get(m, P + "transmit_discards_total", **L), 65535, "16-bit PortXmitDiscards clamps at 65535")
+    eq(get(m, P + "pma_saturated", counter="port_xmit_discards", **L), 1, "saturation flag under the counters/ file name")
+    eq(get(m, P + "pma_saturated", counter="symbol_error", **L), 0, "unsaturated counter not flagged")
+    check(absent(m, P + "pma_saturated", counter="port_xmit_data"), "no saturation flag for a 64-bit data counter")
+    eq(get(m, P + "pma_counters_present", **L), 1, "PMA counters present")
+    # The cost: no counters/ file read, ClassPortInfo once, then PortCounters + PortCountersExtended.
+    for i, s in enumerate([first] + scrapes):
+        eq(get(s, P + "pma_reads", source="sysfs", **L), 0, "scrape %d: no counters/ file read" % i)
+    eq(get(first, P + "pma_reads", source="mad", **L) >= 3, True, "first scrape: ClassPortInfo + 2 MADs (or more)")
+    # A retry on a loaded host adds one; the fewest of three scrapes is the plain cost.
+    eq(min(get(s, P + "pma_reads", source="mad", **L) for s in scrapes), 2,
+       "PortCounters + PortCountersExtended: 2 MADs per scrape (fewest of 3 scrapes)")
+    eq(port_errors(m), 0, "no port collector errors")
+    check('capability="pma_mad"} 1' in text, "capability pma_mad 1")
+    promtool_clean(text, "port, MAD source")
+
+    # PortCountersExtended refused: the MADs fail, the port reads counters/ (state, logged once, not an error).
+    double.write([(lid, 0x1D)])
+    m = e.metrics()
+    eq(get(m, P + "symbol_errors_total", **L), TREE_VALUE, "MADs failed: counters/ value")
+    eq(get(m, P + "transmit_bytes_total", **L), TREE_VALUE * 4, "MADs failed: counters/ data value x 4")
+    eq(get(m, P + "pma_reads", source="sysfs", **L), files, "MADs failed: every counters/ file read")
+    eq(get(m, "rdma_exporter_collector_capability", collector="port", capability="pma_mad"), 0, "capability pma_mad 0")
+    m = e.metrics()
+    eq(get(m, P + "pma_reads", source="mad", **L), 0, "after a failure: no MAD until the retry time")
+    eq(get(m, P + "symbol_errors_total", **L), TREE_VALUE, "still counters/")
+    eq(port_errors(m), 0, "a failed MAD in auto mode is no error")
+    eq(log_count(e, "PMA MADs to ibsim0/1 failed"), 1, "the fallback logged once")
+    eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
+
+    # counters-source=mad: the failure is an error and the counters are absent, counters/ unread.
+    e = Exporter(sim, exe, "--collector.port.counters-source=mad", collector="port", sysfs=root, env=double.env)
+    m = e.metrics()
+    check(absent(m, P + "symbol_errors_total", **L), "mad forced, MADs failing: counters absent")
+    eq(get(m, P + "pma_reads", source="sysfs", **L), 0, "mad forced: no counters/ read")
+    eq(get(m, "rdma_exporter_collector_errors_total", collector="port", reason="mad"), 1, "mad forced: one error")
+    eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
+    double.write([])
+
+    # counters-source=sysfs, and auto on a tree of another device (node GUID): counters/ only.
+    other, _ = port_tree(sim, 0x0c42a103004029a0, lid)
+    for source, tree in (("sysfs", root), ("auto", other)):
+        e = Exporter(sim, exe, "--collector.port.counters-source=" + source, collector="port", sysfs=tree)
+        m = e.metrics()
+        eq(get(m, P + "symbol_errors_total", **L), TREE_VALUE, "%s: counters/ value" % source)
+        eq(get(m, P + "pma_reads", source="sysfs", **L), files, "%s: every counters/ file read" % source)
+        eq(get(m, P + "pma_reads", source="mad", **L), 0, "%s: no MAD" % source)
+        eq(port_errors(m), 0, "%s: no errors" % source)
+        eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
+
+    # Beside the pma collector: both ask through the one umad agent of the port, with the same values.
+    e = Exporter(sim, exe, "--collector.pma", collector="port", sysfs=root)
+    m = e.metrics()
+    for suffix in list(PORT_PC.values()) + [x for x, _ in PORT_EXT.values()]:
+        eq(get(m, P + suffix + "_total", **L), get(m, "rdma_pma_port_" + suffix + "_total", **L),
+           "port collector == pma collector: " + suffix)
+    eq(get(m, P + "pma_reads", source="sysfs", **L), 0, "beside the pma collector: no counters/ read")
+    eq(port_errors(m) + pma_errors(m), 0, "no errors in either collector")
+    eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
+
+
 def main():
     exe, case, double = sys.argv[1], sys.argv[2], sys.argv[3]
     try:
@@ -595,9 +719,9 @@ def main():
         print("FAIL - test bed:", s)
         return 1
     try:
-        if case.startswith("unsupported_"):
-            {"unsupported_local": case_unsupported_local,
-             "unsupported_fabric": case_unsupported_fabric}[case](sim, exe, double)
+        if case.startswith("unsupported_") or case == "port_mad":
+            {"unsupported_local": case_unsupported_local, "unsupported_fabric": case_unsupported_fabric,
+             "port_mad": case_port_mad}[case](sim, exe, double)
         else:
             {"local": case_local, "fabric": case_fabric, "faults": case_faults, "targets": case_targets}[case](sim, exe)
     except Exception as ex:  # noqa: BLE001 - report, clean up, fail
