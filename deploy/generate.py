@@ -21,7 +21,7 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests", "deploy"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import promql_util  # noqa: E402  (metric extraction and docs/metrics.md parsing, shared with the tests)
 
 RUNBOOK = "https://github.com/rdma-exporter/rdma_exporter/blob/main/docs/runbooks.md"

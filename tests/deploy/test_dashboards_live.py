@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """prometheus: a real Prometheus (Debian's prometheus, loopback, temporary data dir,
 stopped by PID) with the shipped rules loaded scrapes the exporter on the moving demo fabric
-(tests/fixtures/sysfs_gen.py --profile demo, as scripts/demo-fabric.sh). Checks:
+(tests/lib/sysfs_gen.py --profile demo, as scripts/demo-fabric.sh). Checks:
   - every metric a dashboard or rule uses is in a real scrape, or is marked *hardware* in
     docs/metrics.md (listed with that reason);
   - every dashboard query (Grafana variables substituted, "All" = .*) returns data, or is listed
@@ -18,7 +18,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(REPO, "deploy"))
 sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
 import promql_util  # noqa: E402
 from exporter_harness import Exporter, Prometheus, take_exporter_arg  # noqa: E402
@@ -40,7 +40,7 @@ class LiveDashboards(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             root = os.path.join(tmp, "sys")
             # What scripts/demo-fabric.sh does, in two steps: write the tree, then keep it moving.
-            gen = os.path.join(REPO, "tests", "fixtures", "sysfs_gen.py")
+            gen = os.path.join(REPO, "tests", "lib", "sysfs_gen.py")
             subprocess.run([sys.executable, gen, root, "--profile", "demo"], check=True, stdout=subprocess.DEVNULL)
             ticker = subprocess.Popen([sys.executable, gen, root, "--tick", "--interval", "1"],
                                       stdout=subprocess.DEVNULL)

@@ -133,6 +133,6 @@ def empty_sysfs(d):
 
 
 def gen_sysfs(d, profile="fixtures"):
-    sh(sys.executable, os.path.join(ROOT, "tests", "fixtures", "sysfs_gen.py"), d, "--profile", profile,
+    sh(sys.executable, os.path.join(ROOT, "tests", "lib", "sysfs_gen.py"), d, "--profile", profile,
        "--manifest", os.path.join(d, "..", "manifest.json"))
     return d

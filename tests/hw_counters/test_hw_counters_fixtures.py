@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""fixtures: the hw_counters collector in the real exporter on tests/fixtures/sysfs_gen.py's tree.
+"""fixtures: the hw_counters collector in the real exporter on tests/lib/sysfs_gen.py's tree.
 
 Every port- and device-level hw_counters file the generator wrote is exported with its exact
 value (u64, incl. 2^63 and 2^64-1), lifespan as seconds, gauges as gauges; the normalised

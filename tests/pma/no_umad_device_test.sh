@@ -25,7 +25,7 @@ FAILED=0
 ok() { echo "  ok: $*"; OK=$((OK + 1)); }
 bad() { echo "  FAIL: $*"; FAILED=$((FAILED + 1)); }
 
-python3 "$HERE/tests/fixtures/sysfs_gen.py" "$WORK/sys" --profile demo >/dev/null || { echo "FATAL: sysfs_gen"; exit 1; }
+python3 "$HERE/tests/lib/sysfs_gen.py" "$WORK/sys" --profile demo >/dev/null || { echo "FATAL: sysfs_gen"; exit 1; }
 dev=$(readlink -f "$WORK/sys/class/infiniband/mlx5_0")
 port="$dev/ports/1"
 [[ $(cat "$port/state") == "4: ACTIVE" && $(cat "$port/link_layer") == InfiniBand ]] || { echo "FATAL: fixture mlx5_0/1 is not an ACTIVE IB port"; exit 1; }
