@@ -109,7 +109,7 @@ class LiveDashboards(unittest.TestCase):
         self.assertEqual(len(rules), len(rule_exprs), "every rule of the file is loaded")
         bad = [(r["name"], r.get("lastError")) for r in rules if r.get("health") != "ok"]
         self.assertEqual(bad, [], "rules with evaluation errors")
-        # Which alerts fire (and which must not) is deploy.alerts_live's assertion.
+        # Which alerts fire (and which must not) is prometheus.deploy.alerts_live's assertion.
         print(f"{len(rules)} rules healthy")
 
 

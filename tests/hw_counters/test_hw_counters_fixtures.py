@@ -210,7 +210,7 @@ class HwCountersFixtures(unittest.TestCase):
         for fam in ("rdma_hw_counters_total", "rdma_roce_cnp_sent_total", "rdma_hw_counters_wraps_total"):
             self.assertEqual(series(self.samples, fam), series(self.samples2, fam))
         # No counter of the tree wrapped between the scrapes: no wraps series (one appears with a
-        # counter's first wrap; hardening.lifecycle shows one).
+        # counter's first wrap; hardening.exporter.lifecycle shows one).
         self.assertEqual(series(self.samples, "rdma_hw_counters_wraps_total"), {})
 
     def test_reads_counted(self):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """pma collector against the ibsim simulator: exporter values == PerformanceSet values == perfquery.
 
-usage: test_pma.py <rdma_exporter> local|fabric|faults|targets|unsupported_local|unsupported_fabric <pma_mad_double.so>
+usage: test_pma.py --exporter PATH local|fabric|faults|targets|unsupported_local|unsupported_fabric <pma_mad_double.so>
 Exit 0 = pass, else fail (also when the simulator cannot be installed or started).
 """
 import json
@@ -15,7 +15,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from exporter_harness import Prometheus  # noqa: E402
+from exporter_harness import Prometheus, take_exporter_arg  # noqa: E402
 from ibsim_harness import Exporter, Sim, SetupError, fat_tree, get, parse_metrics, wait_for  # noqa: E402
 
 FAILS = []
@@ -588,7 +588,8 @@ def case_unsupported_fabric(sim, exe, library):
 
 
 def main():
-    exe, case, double = sys.argv[1], sys.argv[2], sys.argv[3]
+    exe = take_exporter_arg()
+    case, double = sys.argv[1], sys.argv[2]
     try:
         sim = Sim(fat_tree(2, 2, 2), host="host0-0") if case == "targets" else Sim()
     except SetupError as s:
