@@ -8,8 +8,7 @@
   (and device/port) variables, unique panel ids, grid positions;
 - rules: summary, description, severity and a runbook_url whose anchor is a heading of
   docs/runbooks.md; the PrometheusRule carries exactly the rules file's groups;
-(Not checked: that the files equal deploy/generate.py's output, which changes whenever a collector
-documents new metrics; run `python3 deploy/generate.py` then.)
+(That the files equal deploy/generate.py's output is deploy.deploy.generated's check.)
 
 usage: check_monitoring.py REPO_ROOT
 """

@@ -32,7 +32,7 @@ LIVE_BUILTINS = {"__rate_interval": "15s", "__interval": "2s", "__range": "1m"}
 class LiveDashboards(unittest.TestCase):
     def test_queries_return_data_and_rules_evaluate(self):
         doc = promql_util.parse_metrics_doc(os.path.join(REPO, "docs", "metrics.md"))
-        hardware = {n: d["hardware"] for n, d in doc.items() if d["hardware"]}
+        hardware = {n: d["needs"] for n, d in doc.items() if d["needs"]}
         exprs = []
         for path in sorted(glob.glob(os.path.join(REPO, "dashboards", "*.json"))):
             exprs += [(os.path.basename(path), w, e) for w, e in promql_util.dashboard_exprs(path)]
