@@ -137,9 +137,9 @@ def variables(extra_port=True, device_metric="rdma_port_info"):
         return {"name": name, "label": label, "type": "query", "datasource": DS,
                 "query": {"query": query, "refId": "PrometheusVariableQueryEditor-VariableQuery"},
                 "definition": query, "refresh": 2, "includeAll": True, "multi": True,
-                "allValue": ".*", "current": {}, "options": [], "regex": "", "sort": 1, "hide": hide}
+                "allValue": ".*", "options": [], "regex": "", "sort": 1, "hide": hide}
     v = [{"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
-          "current": {}, "hide": 0, "refresh": 1, "regex": "", "options": [], "includeAll": False,
+          "hide": 0, "refresh": 1, "regex": "", "options": [], "includeAll": False,
           "multi": False},
          q("job", "Job", "label_values(rdma_exporter_build_info{%(selector)s}, job)" % C),
          q("node", "Node", 'label_values(rdma_exporter_build_info{job=~"$job"}, instance)')]
