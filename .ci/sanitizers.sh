@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Sanitizer builds of the tests (cmake/Sanitizers.cmake: -DRDMA_EXPORTER_SANITIZE=...):
 #   asan:  address,undefined over every test but load (timing under load), vm (the guest runs the
-#          binary under TCG emulation: minutes more per test) and deploy.* (packaging): unit,
+#          binary under TCG emulation: minutes more per test) and <label>.deploy.* (packaging): unit,
 #          fixtures, hardening, prometheus (real Prometheus and promtool), ibsim, netns
 #   tsan:  thread over the threaded parts: HTTP server + scraper + collectors (fixture daemons fan out per device) + prober unit tests
 #          (label unit, which includes the hardening Catch2 cases), the daemon's lifecycle and
 #          fault tests (real process: signals, reload, scrapes in a loop), and the prober's verbs
 #          threads in the Soft-RoCE guest (tests/vm/guest/prober_mesh.sh with the TSan daemon).
-# Only the executables those tests run are built (read from `ctest --show-only`); deploy.* (packaging,
+# Only the executables those tests run are built (read from `ctest --show-only`); <label>.deploy.* (packaging,
 # cpack would build every target) are left out. Sanitizer reports go to build-*/sanitizer-logs/.
 # Usage: .ci/sanitizers.sh [asan|tsan|all]   (default all). Time on 2 cores: see docs/security.md.
 set -euo pipefail
@@ -75,7 +75,7 @@ run() {  # name sanitize "ctest selection" ["ctest selection" ...]: the union of
   local built=$((SECONDS - t0)) rc=0
   # Reports go to files: a daemon started by a Python test may have its stderr swallowed or its
   # exit status ignored (a report at shutdown); any file left here fails the part. Writable by
-  # all: hardening.faults runs its daemon as nobody.
+  # all: hardening.exporter.faults runs its daemon as nobody.
   rm -rf "$build/sanitizer-logs" && mkdir -p -m 1777 "$build/sanitizer-logs"
   for sel in "$@"; do
     # shellcheck disable=SC2086
@@ -104,10 +104,10 @@ export LSAN_OPTIONS="suppressions=$ROOT/.ci/lsan.supp:print_suppressions=0"
 # Suppressions: third-party false positives only, each with its reason (tsan.supp).
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$ROOT/.ci/tsan.supp:$(logs tsan tsan)"
 status=0 results=() start=$SECONDS
-# The load test's RSS bound means nothing under a sanitizer's allocator; deploy.* test packaging.
+# The load test's RSS bound means nothing under a sanitizer's allocator; <label>.deploy.* test packaging.
 case "$WHAT" in
-  asan|all) run asan "address,undefined" "-LE load|vm -E ^deploy\." ;;&
-  tsan|all) run tsan "thread" "-L unit|fixtures -LE vm|ibsim|netns|prometheus -E ^deploy\." "-R ^hardening\.(lifecycle|faults)$"
+  asan|all) run asan "address,undefined" "-LE load|vm -E ^[a-z_]+\.deploy\." ;;&
+  tsan|all) run tsan "thread" "-L unit|fixtures -LE vm|ibsim|netns|prometheus -E ^[a-z_]+\.deploy\." "-R ^hardening\.exporter\.(lifecycle|faults)$"
             tsan_vm ;;
 esac
 summary="sanitizers:"; for r in "${results[@]}"; do summary+=" $r;"; done

@@ -6,14 +6,15 @@
   deploy/kubernetes/base/prometheusrule.yaml     the same rules as a PrometheusRule
   tests/deploy/rules.test.yml                    promtool unit tests: every alert fires and stays quiet
 
-Only metrics documented in docs/metrics.md are used: a panel, target or alert whose metrics are
-not (yet) documented is left out and listed on stderr, so re-running this script after a
-collector documents its metrics brings the panels and alerts in. Edit this file, run it, commit
-its output; tests/deploy checks the output (PromQL parses, metrics exist, rules fire).
+Every metric a panel, target or alert uses must be documented in docs/metrics.md: an undocumented
+one is an error (named on stderr, nothing written). Selectors and thresholds are in CONFIG below.
+Edit this file, run it, commit its output; ctest deploy.deploy.generated runs --check, and
+tests/deploy checks the output (PromQL parses, metrics exist, rules fire).
 
     python3 deploy/generate.py            # write
     python3 deploy/generate.py --check    # exit 1 if the committed files differ from the output
-    python3 deploy/generate.py --all DIR  # everything, documented or not, under DIR
+    python3 deploy/generate.py --config my.yml --out DIR   # CONFIG's keys overridden by my.yml, under DIR
+                                                           # (no promtool cases: they fit the defaults)
 """
 import json
 import os
@@ -21,10 +22,49 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests", "deploy"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import promql_util  # noqa: E402  (metric extraction and docs/metrics.md parsing, shared with the tests)
 
 RUNBOOK = "https://github.com/rdma-exporter/rdma_exporter/blob/main/docs/runbooks.md"
+
+# --------------------------------------------------------------------------------------------
+# Selectors and thresholds in one place, as node-mixin's _config: every query below takes them
+# from here. Retarget without editing a query: `--config FILE` (YAML, any of these keys) with
+# `--out DIR` writes the dashboards and rules for FILE's values (docs/deployment.md).
+# --------------------------------------------------------------------------------------------
+CONFIG = {
+    # The jobs that scrape rdma_exporter's /metrics: every alert on its series (and
+    # RdmaExporterDown's `up`) selects with it, and the dashboards' Job variable lists those jobs.
+    "selector": 'job=~".*rdma.exporter.*"',
+    # The jobs that carry the PMA fabric snapshot (the exporter's /metrics, or /pma per node).
+    "fabric_selector": 'job!=""',
+    "link_downs_per_30m": 2,                       # RdmaPortFlapping
+    "symbol_errors_per_10m": 10,                   # RdmaPortSymbolErrorsRising
+    "link_errors_per_10m": 5,                      # RdmaPortLinkErrorsRising
+    "transmit_wait_ticks_per_packet": 10,          # RdmaPortTransmitWaitHigh
+    "pfc_paused_ratio": 0.2,                       # RdmaRocePfcPausedHigh
+    "cnp_per_second": 1000,                        # RdmaRoceCnpRateHigh
+    "ecn_marked_per_second": 1000,                 # RdmaRoceEcnMarkRateHigh
+    "out_of_sequence_per_second": 100,             # RdmaRoceOutOfSequenceHigh
+    "retransmissions_per_second": 10,              # RdmaRoceRetransmissionsHigh
+    "fabric_transmit_wait_ticks_per_second": 1e6,  # RdmaFabricTransmitWaitHigh
+    "probe_loss_ratio": 0.01,                      # RdmaProbeLoss
+    "probe_rtt_p99_seconds": 0.0001,               # RdmaProbeRttHigh
+}
+C = {}  # CONFIG as PromQL text, set by configure()
+
+
+def configure(overrides=None):
+    """Sets C from CONFIG and the overrides (unknown keys are an error)."""
+    unknown = sorted(set(overrides or {}) - set(CONFIG))
+    if unknown:
+        raise SystemExit("generate.py: unknown config keys: %s (known: %s)" % (", ".join(unknown), ", ".join(CONFIG)))
+    merged = dict(CONFIG, **(overrides or {}))
+    C.clear()
+    for k, v in merged.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            v = str(int(v)) if float(v).is_integer() else repr(float(v))
+        C[k] = v
 JOB = 'job=~"$job", instance=~"$node"'
 PORT = JOB + ', device=~"$device", port=~"$port"'
 RI = "$__rate_interval"
@@ -97,11 +137,11 @@ def variables(extra_port=True, device_metric="rdma_port_info"):
         return {"name": name, "label": label, "type": "query", "datasource": DS,
                 "query": {"query": query, "refId": "PrometheusVariableQueryEditor-VariableQuery"},
                 "definition": query, "refresh": 2, "includeAll": True, "multi": True,
-                "allValue": ".*", "current": {}, "options": [], "regex": "", "sort": 1, "hide": hide}
+                "allValue": ".*", "options": [], "regex": "", "sort": 1, "hide": hide}
     v = [{"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
-          "current": {}, "hide": 0, "refresh": 1, "regex": "", "options": [], "includeAll": False,
+          "hide": 0, "refresh": 1, "regex": "", "options": [], "includeAll": False,
           "multi": False},
-         q("job", "Job", "label_values(rdma_exporter_build_info, job)"),
+         q("job", "Job", "label_values(rdma_exporter_build_info{%(selector)s}, job)" % C),
          q("node", "Node", 'label_values(rdma_exporter_build_info{job=~"$job"}, instance)')]
     if extra_port:
         v.append(q("device", "Device", 'label_values(%s{%s}, device)' % (device_metric, JOB)))
@@ -389,7 +429,7 @@ def dash_prober():
     ]
 
 
-def layout(panels, documented, dropped, dash):
+def layout(panels, documented, undocumented, dash):
     out, x, y, rowh, pid = [], 0, 0, 0, 1
     pending_row = None
     for p in panels:
@@ -401,9 +441,8 @@ def layout(panels, documented, dropped, dash):
         for t in p["targets"]:
             missing = sorted(m for m in promql_util.metrics_in(t["expr"]) if m not in documented)
             if missing:
-                dropped.append("%s: %s [%s]: %s" % (dash, p["title"], t["expr"][:60], ", ".join(missing)))
-            else:
-                kept.append(t)
+                undocumented.append("%s: %s [%s]: %s" % (dash, p["title"], t["expr"][:60], ", ".join(missing)))
+            kept.append(t)
         if not kept:
             continue
         if pending_row is not None:
@@ -428,7 +467,7 @@ def layout(panels, documented, dropped, dash):
     return out
 
 
-def dashboard(uid, title, tags, templ, panels, documented, dropped):
+def dashboard(uid, title, tags, templ, panels, documented, undocumented):
     return {
         "annotations": {"list": [{"builtIn": 1, "datasource": {"type": "grafana", "uid": "-- Grafana --"},
                                   "enable": True, "hide": True, "iconColor": "rgba(0, 211, 255, 1)",
@@ -438,7 +477,7 @@ def dashboard(uid, title, tags, templ, panels, documented, dropped):
         "links": [{"asDropdown": True, "includeVars": True, "keepTime": True, "tags": ["rdma_exporter"],
                    "title": "RDMA dashboards", "type": "dashboards", "icon": "external link",
                    "targetBlank": False, "tooltip": "", "url": ""}],
-        "panels": layout(panels, documented, dropped, uid),
+        "panels": layout(panels, documented, undocumented, uid),
         "refresh": "30s", "schemaVersion": 39, "tags": ["rdma_exporter", "rdma"] + tags,
         "templating": {"list": templ}, "time": {"from": "now-6h", "to": "now"},
         "timepicker": {}, "timezone": "", "title": title, "uid": uid, "version": 1, "weekStart": "",
@@ -462,14 +501,16 @@ def alert(name, expr, for_, severity, summary, description, fire, quiet, labels,
             "labels": dict({"job": "rdma-exporter"}, **labels), "eval_at": eval_at}
 
 
-ALERTS = [
+def alerts():
+    """The alert table, with the selectors and thresholds of C (configure() first)."""
+    return [
     ("rdma-exporter", [
-        alert("RdmaExporterDown", 'up{job=~".*rdma.exporter.*"} == 0', "5m", "critical",
+        alert("RdmaExporterDown", "up{%(selector)s} == 0" % C, "5m", "critical",
               "rdma_exporter on {{ $labels.instance }} is down",
               "Prometheus could not scrape rdma_exporter on {{ $labels.instance }} for 5 minutes: no RDMA "
               "metrics from this node.",
               [("up{%s}" % J, "1 0x30")], [("up{%s}" % J, "1x30")], {"instance": "node1", "job": "rdma-exporter"}),
-        alert("RdmaExporterCollectorFailing", "rdma_exporter_collector_success == 0", "10m", "warning",
+        alert("RdmaExporterCollectorFailing", "rdma_exporter_collector_success{%(selector)s} == 0" % C, "10m", "warning",
               "Collector {{ $labels.collector }} fails on {{ $labels.instance }}",
               "The {{ $labels.collector }} collector has not completed a scrape for 10 minutes (timeout or "
               "exception); its metrics are missing or stale.",
@@ -478,7 +519,7 @@ ALERTS = [
               {"instance": "node1", "collector": "port"}),
         alert("RdmaExporterCollectorErrors",
               'sum by (job, instance, collector, reason) (rate(rdma_exporter_collector_errors_total'
-              '{reason!~"not_supported|not_available"}[5m])) > 0', "30m", "info",
+              '{%(selector)s, reason!~"not_supported|not_available"}[5m])) > 0' % C, "30m", "info",
               "Collector {{ $labels.collector }} reports {{ $labels.reason }} errors on {{ $labels.instance }}",
               "{{ $labels.collector }} has counted {{ $labels.reason }} errors for 30 minutes "
               "({{ $value | humanize }}/s). The exporter log names the file or request once per cause.",
@@ -489,7 +530,8 @@ ALERTS = [
     ]),
     ("rdma-ports", [
         alert("RdmaPortDown",
-              "rdma_port_state < 4 and on(job, instance, device, port) max_over_time(rdma_port_state[1d]) >= 4",
+              "rdma_port_state{%(selector)s} < 4 and on(job, instance, device, port) "
+              "max_over_time(rdma_port_state{%(selector)s}[1d]) >= 4" % C,
               "5m", "critical",
               "RDMA port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.instance }} is down",
               "Port {{ $labels.device }}/{{ $labels.port }} left ACTIVE (state {{ $value }}) and has not come back "
@@ -497,21 +539,23 @@ ALERTS = [
               [("rdma_port_state{%s}" % P, "4x5 1x30")],
               [("rdma_port_state{%s}" % P, "1x30"), ('rdma_port_state{%s}' % P.replace('"1"', '"2"'), "4x30")],
               {"instance": "node1", "device": "mlx5_0", "port": "1"}),
-        alert("RdmaPortFlapping", "increase(rdma_port_link_downed_total[30m]) > 2", "0m", "warning",
+        alert("RdmaPortFlapping", "increase(rdma_port_link_downed_total{%(selector)s}[30m]) > %(link_downs_per_30m)s" % C, "0m", "warning",
               "RDMA port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.instance }} is flapping",
               "The link went down {{ $value | humanize }} times in 30 minutes (LinkDownedCounter).",
               [("rdma_port_link_downed_total{%s}" % P, "0 0 1 1 2 3 4 4x20")],
               [("rdma_port_link_downed_total{%s}" % P, "7 7 8 8x20")],
               {"instance": "node1", "device": "mlx5_0", "port": "1"}),
-        alert("RdmaPortSymbolErrorsRising", "increase(rdma_port_symbol_errors_total[10m]) > 10", "10m", "warning",
+        alert("RdmaPortSymbolErrorsRising",
+              "increase(rdma_port_symbol_errors_total{%(selector)s}[10m]) > %(symbol_errors_per_10m)s" % C, "10m", "warning",
               "Symbol errors rising on {{ $labels.device }}/{{ $labels.port }} ({{ $labels.instance }})",
               "{{ $value | humanize }} symbol errors in 10 minutes: a marginal cable, transceiver or port.",
               [("rdma_port_symbol_errors_total{%s}" % P, "0+5x40")],
               [("rdma_port_symbol_errors_total{%s}" % P, "100+0x40")],
               {"instance": "node1", "device": "mlx5_0", "port": "1"}, eval_at="30m"),
         alert("RdmaPortLinkErrorsRising",
-              "increase(rdma_port_link_error_recovery_total[10m]) + increase(rdma_port_receive_errors_total[10m]) "
-              "+ increase(rdma_port_local_link_integrity_errors_total[10m]) > 5", "10m", "warning",
+              "increase(rdma_port_link_error_recovery_total{%(selector)s}[10m]) "
+              "+ increase(rdma_port_receive_errors_total{%(selector)s}[10m]) "
+              "+ increase(rdma_port_local_link_integrity_errors_total{%(selector)s}[10m]) > %(link_errors_per_10m)s" % C, "10m", "warning",
               "Link errors rising on {{ $labels.device }}/{{ $labels.port }} ({{ $labels.instance }})",
               "Link error recoveries, receive errors and local link integrity errors add up to "
               "{{ $value | humanize }} in 10 minutes.",
@@ -522,7 +566,7 @@ ALERTS = [
                ("rdma_port_receive_errors_total{%s}" % P, "0x40"),
                ("rdma_port_local_link_integrity_errors_total{%s}" % P, "0x40")],
               {"instance": "node1", "device": "mlx5_0", "port": "1"}, eval_at="30m"),
-        alert("RdmaPortPmaCounterSaturated", "rdma_port_pma_saturated == 1", "1h", "info",
+        alert("RdmaPortPmaCounterSaturated", "rdma_port_pma_saturated{%(selector)s} == 1" % C, "1h", "info",
               "PMA counter {{ $labels.counter }} saturated on {{ $labels.device }}/{{ $labels.port }}",
               "{{ $labels.counter }} sits at its maximum and no longer counts; errors it should show are hidden "
               "until it is reset.",
@@ -530,7 +574,8 @@ ALERTS = [
               [('rdma_port_pma_saturated{%s, counter="symbol_error"}' % P, "0x90")],
               {"instance": "node1", "device": "mlx5_0", "port": "1", "counter": "symbol_error"}, eval_at="80m"),
         alert("RdmaPortTransmitWaitHigh",
-              "rate(rdma_port_transmit_wait_total[5m]) / (rate(rdma_port_transmit_packets_total[5m]) > 0) > 10",
+              "rate(rdma_port_transmit_wait_total{%(selector)s}[5m]) / (rate(rdma_port_transmit_packets_total{%(selector)s}[5m]) > 0) "
+              "> %(transmit_wait_ticks_per_packet)s" % C,
               "15m", "warning",
               "Transmit wait high on {{ $labels.device }}/{{ $labels.port }} ({{ $labels.instance }})",
               "PortXmitWait grows {{ $value | humanize }} ticks per packet sent: the port waits for credits, "
@@ -542,7 +587,7 @@ ALERTS = [
               {"instance": "node1", "device": "mlx5_0", "port": "1"}, eval_at="30m"),
     ]),
     ("rdma-roce", [
-        alert("RdmaRocePfcPauseStorm", "increase(rdma_netdev_pause_storm_events_total[5m]) > 0", "0m", "critical",
+        alert("RdmaRocePfcPauseStorm", "increase(rdma_netdev_pause_storm_events_total{%(selector)s}[5m]) > 0" % C, "0m", "critical",
               "PFC pause storm on {{ $labels.netdev }} ({{ $labels.instance }})",
               "The NIC detected a pause storm ({{ $labels.direction }}, {{ $labels.level }}): a receiver stopped draining and pauses its "
               "link partner; the storm can spread through the fabric.",
@@ -550,7 +595,7 @@ ALERTS = [
               [('rdma_netdev_pause_storm_events_total{%s, netdev="eth2", device="mlx5_0", port="1", direction="tx", level="error"}' % J, "1x20")],
               {"instance": "node1", "netdev": "eth2", "device": "mlx5_0", "port": "1", "direction": "tx", "level": "error"}, eval_at="4m"),
         alert("RdmaRocePfcPausedHigh",
-              "rate(rdma_netdev_pfc_pause_duration_seconds_total[5m]) > 0.2", "10m", "warning",
+              "rate(rdma_netdev_pfc_pause_duration_seconds_total{%(selector)s}[5m]) > %(pfc_paused_ratio)s" % C, "10m", "warning",
               "Priority {{ $labels.priority }} paused {{ $value | humanizePercentage }} on {{ $labels.netdev }}",
               "{{ $labels.netdev }} ({{ $labels.direction }}) spends {{ $value | humanizePercentage }} of the time "
               "paused on priority {{ $labels.priority }}.",
@@ -562,7 +607,7 @@ ALERTS = [
         # Only a configuration known to be off pages: what the host cannot tell (no DCB, the netdev
         # in another namespace, no ECN files) is on the dashboard, not an alert.
         alert("RdmaRoceConfigInconsistent",
-              'rdma_netdev_roce_priority_consistent{reason=~"pfc_disabled|ecn_disabled"} == 0', "5m", "warning",
+              'rdma_netdev_roce_priority_consistent{%(selector)s, reason=~"pfc_disabled|ecn_disabled"} == 0' % C, "5m", "warning",
               "RoCE priority {{ $labels.priority }} misconfigured on {{ $labels.device }}/{{ $labels.port }} ({{ $labels.instance }})",
               "PFC/ECN for the RoCE priority is not as expected: {{ $labels.reason }}.",
               [('rdma_netdev_roce_priority_consistent{%s, priority="3", reason="pfc_disabled"}' % P, "0x20")],
@@ -570,26 +615,29 @@ ALERTS = [
                ('rdma_netdev_roce_priority_consistent{%s, priority="4", reason="pfc_unknown"}' % P, "0x20"),
                ('rdma_netdev_roce_priority_consistent{%s, priority="5", reason="ecn_not_exposed"}' % P, "1x20")],
               {"instance": "node1", "device": "mlx5_0", "port": "1", "priority": "3", "reason": "pfc_disabled"}),
-        alert("RdmaRoceCnpRateHigh", "rate(rdma_roce_cnp_handled_total[5m]) > 1000", "15m", "warning",
+        alert("RdmaRoceCnpRateHigh", "rate(rdma_roce_cnp_handled_total{%(selector)s}[5m]) > %(cnp_per_second)s" % C, "15m", "warning",
               "Sustained congestion notifications on {{ $labels.device }}/{{ $labels.port }}",
               "The port handles {{ $value | humanize }} CNPs/s: its flows are being slowed down by DCQCN.",
               [("rdma_roce_cnp_handled_total{%s}" % P, "0+120000x40")],
               [("rdma_roce_cnp_handled_total{%s}" % P, "0+600x40")],
               {"instance": "node1", "device": "mlx5_0", "port": "1"}, eval_at="30m"),
-        alert("RdmaRoceEcnMarkRateHigh", "rate(rdma_roce_ecn_marked_packets_total[5m]) > 1000", "15m", "warning",
+        alert("RdmaRoceEcnMarkRateHigh",
+              "rate(rdma_roce_ecn_marked_packets_total{%(selector)s}[5m]) > %(ecn_marked_per_second)s" % C, "15m", "warning",
               "Sustained ECN marking towards {{ $labels.device }}/{{ $labels.port }}",
               "{{ $value | humanize }} ECN-marked packets/s received: switch queues on the path are building up.",
               [("rdma_roce_ecn_marked_packets_total{%s}" % P, "0+120000x40")],
               [("rdma_roce_ecn_marked_packets_total{%s}" % P, "0+600x40")],
               {"instance": "node1", "device": "mlx5_0", "port": "1"}, eval_at="30m"),
-        alert("RdmaRoceOutOfSequenceHigh", "rate(rdma_out_of_sequence_packets_total[5m]) > 100", "15m", "warning",
+        alert("RdmaRoceOutOfSequenceHigh",
+              "rate(rdma_out_of_sequence_packets_total{%(selector)s}[5m]) > %(out_of_sequence_per_second)s" % C, "15m", "warning",
               "Out-of-sequence packets on {{ $labels.device }}/{{ $labels.port }}",
               "{{ $value | humanize }} out-of-sequence packets/s: packets are dropped on the path (lossy "
               "fabric, PFC not working) and go-back-N retransmits.",
               [("rdma_out_of_sequence_packets_total{%s}" % P, "0+12000x40")],
               [("rdma_out_of_sequence_packets_total{%s}" % P, "0+60x40")],
               {"instance": "node1", "device": "mlx5_0", "port": "1"}, eval_at="30m"),
-        alert("RdmaRoceRetransmissionsHigh", "rate(rdma_retransmissions_total[5m]) > 10", "15m", "warning",
+        alert("RdmaRoceRetransmissionsHigh",
+              "rate(rdma_retransmissions_total{%(selector)s}[5m]) > %(retransmissions_per_second)s" % C, "15m", "warning",
               "Transport retransmissions on {{ $labels.device }}/{{ $labels.port }}",
               "{{ $value | humanize }} packets/s retransmitted by the transport (after NAKs or ACK timeouts).",
               [("rdma_retransmissions_total{%s}" % P, "0+1200x40")],
@@ -598,7 +646,8 @@ ALERTS = [
     ]),
     ("rdma-pma-fabric", [
         alert("RdmaFabricTransmitWaitHigh",
-              named("rate(rdma_pma_fabric_port_transmit_wait_total[5m])", "") + " > 1e6", "15m", "warning",
+              named("rate(rdma_pma_fabric_port_transmit_wait_total{%(fabric_selector)s}[5m])" % C, C["fabric_selector"])
+              + " > %(fabric_transmit_wait_ticks_per_second)s" % C, "15m", "warning",
               "Fabric congestion at {{ $labels.node_name }} port {{ $labels.port }}",
               "The port (towards {{ $labels.remote_name }} port {{ $labels.remote_port }}) waits {{ $value | humanize }} ticks/s for credits (PortXmitWait).",
               [('rdma_pma_fabric_port_transmit_wait_total{%s, node_guid="0x1", port="3"}' % J, "0+120000000x40")] + FABRIC_INFO,
@@ -607,8 +656,8 @@ ALERTS = [
     ]),
     ("rdma-prober", [
         alert("RdmaProbeLoss",
-              "sum by (job, instance, peer) (rate(rdma_prober_probes_lost_total[5m])) / "
-              "sum by (job, instance, peer) (rate(rdma_prober_probes_sent_total[5m])) > 0.01", "5m", "warning",
+              "sum by (job, instance, peer) (rate(rdma_prober_probes_lost_total{%(selector)s}[5m])) / "
+              "sum by (job, instance, peer) (rate(rdma_prober_probes_sent_total{%(selector)s}[5m])) > %(probe_loss_ratio)s" % C, "5m", "warning",
               "RDMA probes from {{ $labels.instance }} to {{ $labels.peer }} are lost",
               "{{ $value | humanizePercentage }} of the probes to {{ $labels.peer }} were lost over 5 minutes.",
               [('rdma_prober_probes_lost_total{%s, peer="node2"}' % J, "0+5x30"),
@@ -617,10 +666,11 @@ ALERTS = [
                ('rdma_prober_probes_sent_total{%s, peer="node2"}' % J, "0+60x30")],
               {"instance": "node1", "peer": "node2"}),
         alert("RdmaProbeRttHigh",
-              "histogram_quantile(0.99, sum by (job, instance, peer, le) (rate(rdma_prober_rtt_seconds_bucket[5m]))) "
-              "> 0.0001", "10m", "warning",
+              "histogram_quantile(0.99, sum by (job, instance, peer, le) (rate(rdma_prober_rtt_seconds_bucket{%(selector)s}[5m]))) "
+              "> %(probe_rtt_p99_seconds)s" % C, "10m", "warning",
               "RDMA RTT p99 from {{ $labels.instance }} to {{ $labels.peer }} is {{ $value | humanizeDuration }}",
-              "The 99th percentile of the RDMA WRITE round trip is above 100µs for 10 minutes.",
+              "The 99th percentile of the RDMA WRITE round trip is above %gµs for 10 minutes."
+              % (float(C["probe_rtt_p99_seconds"]) * 1e6),
               [('rdma_prober_rtt_seconds_bucket{%s, peer="node2", le="0.00001"}' % J, "0+10x40"),
                ('rdma_prober_rtt_seconds_bucket{%s, peer="node2", le="0.001"}' % J, "0+60x40"),
                ('rdma_prober_rtt_seconds_bucket{%s, peer="node2", le="+Inf"}' % J, "0+60x40")],
@@ -628,7 +678,7 @@ ALERTS = [
                ('rdma_prober_rtt_seconds_bucket{%s, peer="node2", le="0.001"}' % J, "0+60x40"),
                ('rdma_prober_rtt_seconds_bucket{%s, peer="node2", le="+Inf"}' % J, "0+60x40")],
               {"instance": "node1", "peer": "node2"}, eval_at="30m"),
-        alert("RdmaProbePeerDown", "rdma_prober_peer_up == 0", "5m", "warning",
+        alert("RdmaProbePeerDown", "rdma_prober_peer_up{%(selector)s} == 0" % C, "5m", "warning",
               "RDMA peer {{ $labels.peer }} unreachable from {{ $labels.instance }}",
               "No probe to {{ $labels.peer }} has completed for 5 minutes (no connection or every probe failed).",
               [('rdma_prober_peer_up{%s, peer="node2"}' % J, "0x20")],
@@ -658,15 +708,14 @@ def anchor(name):
     return name.lower()
 
 
-def build_rules(documented, dropped):
+def build_rules(documented, undocumented):
     groups, tests = [], []
-    for gname, alerts in ALERTS:
+    for gname, group in alerts():
         rules = []
-        for a in alerts:
+        for a in group:
             missing = sorted(m for m in promql_util.metrics_in(a["expr"]) if m not in documented)
             if missing:
-                dropped.append("alert %s: %s" % (a["name"], ", ".join(missing)))
-                continue
+                undocumented.append("alert %s: %s" % (a["name"], ", ".join(missing)))
             r = {"alert": a["name"], "expr": a["expr"]}
             if a["for"] != "0m":
                 r["for"] = a["for"]
@@ -709,53 +758,66 @@ def yaml_dump(obj):
     return yaml.dump(obj, Dumper=D, sort_keys=False, width=110, allow_unicode=True)
 
 
-class _Everything:
-    def __contains__(self, _):
-        return True
-
-
-def render(all_metrics=False):
-    documented = (_Everything() if all_metrics
-                  else promql_util.documented_metrics(os.path.join(ROOT, "docs", "metrics.md")))
-    dropped = []
+def render(metrics_doc, with_tests=True):
+    """{path: text} of every output, and the metrics used that metrics_doc does not document."""
+    documented = promql_util.documented_metrics(metrics_doc)
+    undocumented = []
     files = {}
     for fn in (dash_overview, dash_port, dash_roce, dash_pma, dash_prober):
         uid, title, tags, templ, panels = fn()
-        d = dashboard(uid, title, tags, templ, panels, documented, dropped)
+        d = dashboard(uid, title, tags, templ, panels, documented, undocumented)
         files["dashboards/%s.json" % uid] = json.dumps(d, indent=2, ensure_ascii=False) + "\n"
-    rules, tests = build_rules(documented, dropped)
+    rules, tests = build_rules(documented, undocumented)
     files["deploy/prometheus/rdma-exporter.rules.yml"] = HEADER + yaml_dump(rules)
     prule = {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
              "metadata": {"name": "rdma-exporter", "labels": {"app.kubernetes.io/name": "rdma-exporter",
                                                              "prometheus": "k8s", "role": "alert-rules"}},
              "spec": rules}
     files["deploy/kubernetes/base/prometheusrule.yaml"] = HEADER + yaml_dump(prule)
-    files["tests/deploy/rules.test.yml"] = (
-        "# Generated by deploy/generate.py: for every alert one case that fires and one that stays quiet.\n"
-        + yaml_dump({"rule_files": ["../../deploy/prometheus/rdma-exporter.rules.yml"],
-                     "evaluation_interval": "1m", "tests": tests}))
-    return files, dropped
+    if with_tests:  # the promtool cases are written for the default thresholds
+        files["tests/deploy/rules.test.yml"] = (
+            "# Generated by deploy/generate.py: for every alert one case that fires and one that stays quiet.\n"
+            + yaml_dump({"rule_files": ["../../deploy/prometheus/rdma-exporter.rules.yml"],
+                         "evaluation_interval": "1m", "tests": tests}))
+    return files, undocumented
 
 
 def main():
-    check = "--check" in sys.argv
-    # --all DIR: write everything, documented or not, under DIR (to test the planned rules).
-    out_root = sys.argv[sys.argv.index("--all") + 1] if "--all" in sys.argv else ROOT
-    files, dropped = render(all_metrics=out_root != ROOT)
+    import argparse
+    ap = argparse.ArgumentParser(description="Writes the dashboards and alert rules (see the top of this file).")
+    ap.add_argument("--check", action="store_true", help="exit 1 if the committed files differ from the output")
+    ap.add_argument("--config", help="YAML file overriding keys of CONFIG (selectors, thresholds)")
+    ap.add_argument("--out", default=ROOT, help="write under this directory (default: the repository)")
+    ap.add_argument("--metrics-doc", default=os.path.join(ROOT, "docs", "metrics.md"),
+                    help="the metric tables every query is checked against (default: docs/metrics.md)")
+    a = ap.parse_args()
+    overrides = None
+    if a.config:
+        import yaml
+        with open(a.config, encoding="utf-8") as f:
+            overrides = yaml.safe_load(f) or {}
+        if not isinstance(overrides, dict):
+            raise SystemExit("generate.py: %s: expected a mapping of CONFIG keys" % a.config)
+    configure(overrides)
+    files, undocumented = render(a.metrics_doc, with_tests=not overrides)
+    if undocumented:
+        for u in undocumented:
+            print("error: metric not in docs/metrics.md: " + u, file=sys.stderr)
+        print("generate.py: document these metrics in docs/metrics.md (or remove them here); nothing written",
+              file=sys.stderr)
+        return 1
     bad = 0
     for rel, text in files.items():
-        path = os.path.join(out_root, rel)
-        if check:
+        path = os.path.join(a.out, rel)
+        if a.check:
             cur = open(path, encoding="utf-8").read() if os.path.exists(path) else None
             if cur != text:
-                print("out of date: %s" % rel)
+                print("out of date: %s (run python3 deploy/generate.py and commit)" % rel)
                 bad = 1
         else:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text)
-    for d in dropped:
-        print("left out (metric not in docs/metrics.md): " + d, file=sys.stderr)
     return bad
 
 

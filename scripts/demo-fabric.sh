@@ -8,7 +8,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:?usage: demo-fabric.sh DIR [--no-tick]}
 # Written beside DIR and renamed into place: whoever waits for DIR sees it whole (links are relative).
 rm -rf "$dir" "$dir.new"
-python3 "$here/tests/fixtures/sysfs_gen.py" "$dir.new" --profile demo
+python3 "$here/tests/lib/sysfs_gen.py" "$dir.new" --profile demo
 mv "$dir.new" "$dir"
 [ "${2:-}" = "--no-tick" ] && exit 0
-exec python3 "$here/tests/fixtures/sysfs_gen.py" "$dir" --tick --interval 1
+exec python3 "$here/tests/lib/sysfs_gen.py" "$dir" --tick --interval 1

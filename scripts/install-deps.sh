@@ -27,8 +27,9 @@ RUN=(
 TEST=(
   # build: the tests' framework, the build cache CI relies on, the revision label
   catch2 ccache git
-  # Python modules the tests import beyond the standard library
-  python3-yaml
+  # Python modules the tests import beyond the standard library (jsonschema: the dashboards
+  # against tests/deploy/grafana-dashboard.schema.json)
+  python3-yaml python3-jsonschema
   # tools the tests run: HTTP, netns/veth, certificates, load bench
   curl iproute2 ethtool openssl wrk
   # fuzzing and sanitizer runs (clang + libFuzzer)

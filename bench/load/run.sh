@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Load bench: CONNS (50) concurrent keep-alive scrapers for DURATION (60 s) against the real
 # daemon on loopback with its default web settings, reading a generated sysfs tree
-# (tests/fixtures/sysfs_gen.py). --tls serves HTTPS with basic auth (test certificates from
+# (tests/lib/sysfs_gen.py). --tls serves HTTPS with basic auth (test certificates from
 # tests/hardening/hlib.py). Fails on any socket error or non-200 answer; prints wrk's latency
 # distribution (p50/p90/p99), throughput, and the daemon's RSS before and after. Stops the daemon
 # by PID.
@@ -28,7 +28,7 @@ W="$(mktemp -d)"
 PID=""
 cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null; rm -rf "$W"; }
 trap cleanup EXIT
-python3 "$ROOT/tests/fixtures/sysfs_gen.py" "$W/sys" --profile "$PROFILE" >/dev/null
+python3 "$ROOT/tests/lib/sysfs_gen.py" "$W/sys" --profile "$PROFILE" >/dev/null
 PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 # The daemon's default web settings (--web.max-concurrent-scrapes, --web.max-requests): this
 # measures what an installed exporter does with CONNS scrapers.

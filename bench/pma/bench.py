@@ -16,7 +16,7 @@ import sys
 import time
 import urllib.request
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tests/ibsim"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tests/lib"))
 from ibsim_harness import Exporter, Sim, fat_tree, get, wait_for  # noqa: E402
 
 

@@ -71,7 +71,7 @@ def main():
 
     with tempfile.TemporaryDirectory() as tmp:
         root = os.path.join(tmp, "sys")
-        subprocess.run([sys.executable, os.path.join(REPO, "tests/fixtures/sysfs_gen.py"), root, "--profile", "bench",
+        subprocess.run([sys.executable, os.path.join(REPO, "tests/lib/sysfs_gen.py"), root, "--profile", "bench",
                         "--devices", str(a.devices)], check=True)
         # Left still as sysfs directories are: one changed in the last KeptDir::kRacySeconds is
         # reopened at every scrape, which is the naive cost and not what a node sees.

@@ -4,12 +4,15 @@
 - every PromQL expression (dashboard targets, query variables, rules) parses: Grafana variables
   are substituted, each expression becomes a recording rule, `promtool check rules` parses them;
 - every metric an expression uses is documented in docs/metrics.md (or is Prometheus' own `up`);
-- dashboards: current schema, a Prometheus datasource variable used by every panel, job/node
-  (and device/port) variables, unique panel ids, grid positions;
+- dashboards: valid against grafana-dashboard.schema.json (Grafana's dashboard kind and
+  Prometheus query types from @grafana/schema, closed: an unknown key, a wrong type or enum value,
+  a missing required key or a grid position off the 24 columns is an error; panel plugin options
+  are not covered, see the schema's $comment), and the schema rejects a broken dashboard;
+  current schemaVersion, a Prometheus datasource variable used by every panel, job/node (and
+  device/port) variables, unique panel ids;
 - rules: summary, description, severity and a runbook_url whose anchor is a heading of
   docs/runbooks.md; the PrometheusRule carries exactly the rules file's groups;
-(Not checked: that the files equal deploy/generate.py's output, which changes whenever a collector
-documents new metrics; run `python3 deploy/generate.py` then.)
+(That the files equal deploy/generate.py's output is deploy.deploy.generated's check.)
 
 usage: check_monitoring.py REPO_ROOT
 """
@@ -21,10 +24,11 @@ import subprocess
 import sys
 import tempfile
 
+import jsonschema
 import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "deploy"))
 import promql_util  # noqa: E402
 
 root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", ".."))
@@ -36,10 +40,19 @@ prule_file = os.path.join(root, "deploy", "kubernetes", "base", "prometheusrule.
 if len(dashboards) < 5:
     errors.append("expected 5 dashboards, found %d" % len(dashboards))
 
+with open(os.path.join(HERE, "grafana-dashboard.schema.json"), encoding="utf-8") as f:
+    schema = jsonschema.Draft7Validator(json.load(f))
+
+
+def schema_errors(d):
+    return ["/".join(str(x) for x in e.absolute_path) + ": " + e.message[:200] for e in schema.iter_errors(d)]
+
+
 exprs = []  # (file, where, expr)
 for path in dashboards:
     rel = os.path.relpath(path, root)
     d = json.load(open(path, encoding="utf-8"))
+    errors += ["%s: Grafana schema: %s" % (rel, e) for e in schema_errors(d)]
     if d.get("schemaVersion", 0) < 39:
         errors.append("%s: schemaVersion %s < 39" % (rel, d.get("schemaVersion")))
     if not d.get("uid") or d.get("id") is not None:
@@ -69,6 +82,25 @@ for path in dashboards:
     if not any(p["type"] != "row" for p in d["panels"]):
         errors.append("%s: no panels" % rel)
     exprs += [(rel, w, e) for w, e in promql_util.dashboard_exprs(path)]
+
+# The schema check can fail: each of these breaks a dashboard the way a typo in generate.py would.
+if dashboards:
+    good = json.load(open(dashboards[0], encoding="utf-8"))
+    panel = next(i for i, p in enumerate(good["panels"]) if p["type"] != "row")
+    breakages = {
+        "unknown panel key": lambda d: d["panels"][panel].update(fieldconfig={}),
+        "gridPos past column 24": lambda d: d["panels"][panel]["gridPos"].update(w=25),
+        "unknown variable type": lambda d: d["templating"]["list"][0].update(type="dropdown"),
+        "target without expr": lambda d: d["panels"][panel]["targets"][0].pop("expr"),
+        "threshold mode typo": lambda d: d["panels"][panel]["fieldConfig"]["defaults"].update(
+            thresholds={"mode": "absolut", "steps": []}),
+        "no schemaVersion": lambda d: d.pop("schemaVersion"),
+    }
+    for what, breaks in breakages.items():
+        d = json.loads(json.dumps(good))
+        breaks(d)
+        if not schema_errors(d):
+            errors.append("the Grafana schema accepts a dashboard with %s" % what)
 
 runbooks = open(os.path.join(root, "docs", "runbooks.md"), encoding="utf-8").read()
 anchors = {re.sub(r"[^a-z0-9_ -]", "", h.strip().lower()).replace(" ", "-")

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The Dockerfile passes dockerfilelint (npm, pinned) and its runtime stage installs the Debian
 # package of every shared library the built binary needs (no engine here to build the image).
-# usage: dockerfile_test.sh REPO_ROOT EXPORTER_BINARY
+# usage: dockerfile_test.sh --exporter PATH REPO_ROOT
 set -euo pipefail
-root=$1 exporter=$2
+source "$(dirname "$0")/../lib/exporter_arg.sh"
+root=$1 exporter=$EXPORTER
 here=$(cd "$(dirname "$0")" && pwd)
 node_modules=$("$here/npm-tools.sh")
 node "$node_modules/dockerfilelint/bin/dockerfilelint" "$root/Dockerfile"

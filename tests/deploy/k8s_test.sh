@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Renders the Kustomize base and overlay, validates the objects offline against the Kubernetes
 # schemas (npm kubernetes-models, kubernetes-types + tsc) and checks what they must say.
-# usage: k8s_test.sh REPO_ROOT EXPORTER_BINARY
+# usage: k8s_test.sh --exporter PATH REPO_ROOT
 # Renderer: `kubectl kustomize` when kubectl is on PATH; otherwise Debian's kubernetes-client
 # (kubectl 1.20, kustomize v2.0) unpacked into a cache directory (the manifests are written to
 # render the same with both).
 set -euo pipefail
-root=$1 exporter=$2
+source "$(dirname "$0")/../lib/exporter_arg.sh"
+root=$1 exporter=$EXPORTER
 here=$(cd "$(dirname "$0")" && pwd)
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/rdma_exporter"
 work=$(mktemp -d)

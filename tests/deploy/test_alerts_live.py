@@ -48,7 +48,7 @@ def alert(name, state, **labels):
 #    an unused port, which the rule leaves out on purpose.
 #  - Not RdmaRoceCnpRateHigh / RdmaRoceEcnMarkRateHigh: the demo's congestion counters move
 #    below their thresholds (at most 900 ECN marks/s, 600 CNPs/s: sysfs_gen.py MOVING), however
-#    long the demo runs (deploy.rules_unit checks those two rules fire).
+#    long the demo runs (unit.deploy.rules checks those two rules fire).
 #  - Not RdmaRoceConfigInconsistent: the demo's RoCE netdevs are not in this network namespace,
 #    so PFC is pfc_unknown (what the exporter cannot read is shown, not paged), and ECN has no
 #    ecn/ tree (inbox drivers: ecn_not_exposed, state of the host).

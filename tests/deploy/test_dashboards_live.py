@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """prometheus: a real Prometheus (Debian's prometheus, loopback, temporary data dir,
 stopped by PID) with the shipped rules loaded scrapes the exporter on the moving demo fabric
-(tests/fixtures/sysfs_gen.py --profile demo, as scripts/demo-fabric.sh). Checks:
+(tests/lib/sysfs_gen.py --profile demo, as scripts/demo-fabric.sh). Checks:
   - every metric a dashboard or rule uses is in a real scrape, or is marked *hardware* in
     docs/metrics.md (listed with that reason);
   - every dashboard query (Grafana variables substituted, "All" = .*) returns data, or is listed
@@ -18,7 +18,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(REPO, "deploy"))
 sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
 import promql_util  # noqa: E402
 from exporter_harness import Exporter, Prometheus, take_exporter_arg  # noqa: E402
@@ -32,7 +32,7 @@ LIVE_BUILTINS = {"__rate_interval": "15s", "__interval": "2s", "__range": "1m"}
 class LiveDashboards(unittest.TestCase):
     def test_queries_return_data_and_rules_evaluate(self):
         doc = promql_util.parse_metrics_doc(os.path.join(REPO, "docs", "metrics.md"))
-        hardware = {n: d["hardware"] for n, d in doc.items() if d["hardware"]}
+        hardware = {n: d["needs"] for n, d in doc.items() if d["needs"]}
         exprs = []
         for path in sorted(glob.glob(os.path.join(REPO, "dashboards", "*.json"))):
             exprs += [(os.path.basename(path), w, e) for w, e in promql_util.dashboard_exprs(path)]
@@ -40,7 +40,7 @@ class LiveDashboards(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             root = os.path.join(tmp, "sys")
             # What scripts/demo-fabric.sh does, in two steps: write the tree, then keep it moving.
-            gen = os.path.join(REPO, "tests", "fixtures", "sysfs_gen.py")
+            gen = os.path.join(REPO, "tests", "lib", "sysfs_gen.py")
             subprocess.run([sys.executable, gen, root, "--profile", "demo"], check=True, stdout=subprocess.DEVNULL)
             ticker = subprocess.Popen([sys.executable, gen, root, "--tick", "--interval", "1"],
                                       stdout=subprocess.DEVNULL)
@@ -109,7 +109,7 @@ class LiveDashboards(unittest.TestCase):
         self.assertEqual(len(rules), len(rule_exprs), "every rule of the file is loaded")
         bad = [(r["name"], r.get("lastError")) for r in rules if r.get("health") != "ok"]
         self.assertEqual(bad, [], "rules with evaluation errors")
-        # Which alerts fire (and which must not) is deploy.alerts_live's assertion.
+        # Which alerts fire (and which must not) is prometheus.deploy.alerts_live's assertion.
         print(f"{len(rules)} rules healthy")
 
 

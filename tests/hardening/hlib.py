@@ -16,7 +16,7 @@ import warnings
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
-from exporter_harness import (Exporter, free_port, parse_text, rss_kib, series, stop_process,  # noqa: E402,F401
+from exporter_harness import (Exporter, free_port, parse_text, rss_kib, series, stop_process, take_exporter_arg,  # noqa: E402,F401
                               value)
 
 with warnings.catch_warnings():
@@ -25,11 +25,13 @@ with warnings.catch_warnings():
 
 
 def args():
+    """`--exporter PATH` (first, as every test script takes it) and `--build-dir DIR`."""
+    exporter = take_exporter_arg()
     p = argparse.ArgumentParser()
-    p.add_argument("--exporter", required=True)
     p.add_argument("--build-dir", default="")
     a, rest = p.parse_known_args()
     sys.argv = [sys.argv[0], *rest]
+    a.exporter = exporter
     return a
 
 
@@ -133,6 +135,6 @@ def empty_sysfs(d):
 
 
 def gen_sysfs(d, profile="fixtures"):
-    sh(sys.executable, os.path.join(ROOT, "tests", "fixtures", "sysfs_gen.py"), d, "--profile", profile,
+    sh(sys.executable, os.path.join(ROOT, "tests", "lib", "sysfs_gen.py"), d, "--profile", profile,
        "--manifest", os.path.join(d, "..", "manifest.json"))
     return d

@@ -1,23 +1,21 @@
-// Helpers for the hw_counters tests: fake sysfs trees with exact values in a temp dir, a
-// hand-built host model, and sample lookup in a MetricSink.
+// Helpers for the hw_counters tests: fake sysfs trees with exact values in a temp dir and a
+// hand-built host model (sample lookup: tests/lib/samples.h).
 #pragma once
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <optional>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "collectors/hw_counters/hw_counters_collector.h"
 #include "exporter/error_reporter.h"
 #include "exporter/metrics.h"
 #include "sources/model/host_model.h"
+#include "tests/lib/samples.h"
 #include "tests/lib/temp_tree.h"
 
 namespace hwtest {
@@ -84,43 +82,11 @@ inline Scrape collect(rdma::collectors::hw_counters::HwCountersCollector& c, con
   return s;
 }
 
-inline const rdma::exporter::MetricFamily* family(const MetricSink& s, const std::string& name) {
-  for (const auto& f : s.families())
-    if (f.name == name) return &f;
-  return nullptr;
-}
-
-// The sample of `name` with exactly `labels` (order-insensitive); nullopt when absent.
-using Value = std::variant<std::uint64_t, double>;
-inline std::optional<Value> sample(const MetricSink& s, const std::string& name, Labels labels) {
-  const auto* f = family(s, name);
-  if (!f) return std::nullopt;
-  std::sort(labels.begin(), labels.end());
-  for (const auto& smp : f->samples) {
-    Labels l = smp.labels;
-    std::sort(l.begin(), l.end());
-    if (l != labels) continue;
-    if (auto u = std::get_if<std::uint64_t>(&smp.value)) return Value{*u};
-    if (auto d = std::get_if<double>(&smp.value)) return Value{*d};
-  }
-  return std::nullopt;
-}
-inline std::optional<std::uint64_t> u64(const MetricSink& s, const std::string& name, Labels labels) {
-  auto v = sample(s, name, std::move(labels));
-  if (!v) return std::nullopt;
-  if (auto u = std::get_if<std::uint64_t>(&*v)) return *u;
-  return std::nullopt;
-}
-inline std::optional<double> dbl(const MetricSink& s, const std::string& name, Labels labels) {
-  auto v = sample(s, name, std::move(labels));
-  if (!v) return std::nullopt;
-  if (auto d = std::get_if<double>(&*v)) return *d;
-  return std::nullopt;
-}
-inline std::size_t count(const MetricSink& s, const std::string& name) {
-  const auto* f = family(s, name);
-  return f ? f->samples.size() : 0;
-}
+using rdma::testing::count;
+using rdma::testing::dbl;
+using rdma::testing::exact;
+using rdma::testing::family;
+using rdma::testing::u64;
 
 inline rdma::collectors::hw_counters::Settings sysfs_only() {
   rdma::collectors::hw_counters::Settings st;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""fixtures: the hw_counters collector in the real exporter on tests/fixtures/sysfs_gen.py's tree.
+"""fixtures: the hw_counters collector in the real exporter on tests/lib/sysfs_gen.py's tree.
 
 Every port- and device-level hw_counters file the generator wrote is exported with its exact
 value (u64, incl. 2^63 and 2^64-1), lifespan as seconds, gauges as gauges; the normalised
@@ -210,7 +210,7 @@ class HwCountersFixtures(unittest.TestCase):
         for fam in ("rdma_hw_counters_total", "rdma_roce_cnp_sent_total", "rdma_hw_counters_wraps_total"):
             self.assertEqual(series(self.samples, fam), series(self.samples2, fam))
         # No counter of the tree wrapped between the scrapes: no wraps series (one appears with a
-        # counter's first wrap; hardening.lifecycle shows one).
+        # counter's first wrap; hardening.exporter.lifecycle shows one).
         self.assertEqual(series(self.samples, "rdma_hw_counters_wraps_total"), {})
 
     def test_reads_counted(self):

@@ -15,7 +15,7 @@ import time
 import urllib.parse
 import urllib.request
 
-SYSFS_GEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "sysfs_gen.py")
+SYSFS_GEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sysfs_gen.py")
 
 SAMPLE_RE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
 LABEL_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
@@ -33,7 +33,7 @@ def take_exporter_arg():
 
 
 def write_tree(root, profile="fixtures", with_manifest=False):
-    """Writes a generated sysfs tree at root (tests/fixtures/sysfs_gen.py); returns its manifest
+    """Writes a generated sysfs tree at root (tests/lib/sysfs_gen.py); returns its manifest
     (every file written and its exact content) when asked for."""
     args = [sys.executable, SYSFS_GEN, root, "--profile", profile]
     manifest = root + ".manifest.json"

@@ -1,5 +1,5 @@
-// Helpers for the netdev tests: sample lookup in a MetricSink, temp sysfs trees, netlink
-// message construction with libmnl (the messages the kernel would send).
+// Helpers for the netdev tests: temp sysfs trees, netlink message construction with libmnl (the
+// messages the kernel would send); sample lookup is tests/lib/samples.h.
 #pragma once
 
 #include <libmnl/libmnl.h>
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "exporter/metrics.h"
+#include "tests/lib/samples.h"
 #include "tests/lib/temp_tree.h"
 
 namespace ndtest {
@@ -25,32 +26,9 @@ using rdma::exporter::Labels;
 using rdma::exporter::MetricSink;
 using rdma::exporter::MetricType;
 
-struct Found {
-  MetricType type;
-  rdma::exporter::SampleValue value;
-  std::uint64_t u64() const { return std::get<std::uint64_t>(value); }
-  double number() const {
-    if (auto* u = std::get_if<std::uint64_t>(&value)) return static_cast<double>(*u);
-    return std::get<double>(value);
-  }
-};
-
-// The one sample of `name` whose labels include all of `want`; nullopt when none.
-inline std::optional<Found> find(const MetricSink& s, const std::string& name, const Labels& want = {}) {
-  for (const auto& f : s.families()) {
-    if (f.name != name) continue;
-    for (const auto& sample : f.samples) {
-      bool all = true;
-      for (const auto& w : want) {
-        bool has = false;
-        for (const auto& l : sample.labels) has = has || l == w;
-        all = all && has;
-      }
-      if (all) return Found{f.type, sample.value};
-    }
-  }
-  return std::nullopt;
-}
+using rdma::testing::count;
+using rdma::testing::find;
+using rdma::testing::Found;
 
 // The labels of one port's netdev, and those plus more.
 inline const Labels kBase{{"device", "mlx5_0"}, {"port", "1"}, {"netdev", "ens1f0np0"}};
@@ -58,12 +36,6 @@ inline Labels with(std::initializer_list<std::pair<const char*, const char*>> ex
   Labels l = kBase;
   for (auto [k, v] : extra) l.emplace_back(k, v);
   return l;
-}
-
-inline std::size_t count(const MetricSink& s, const std::string& name) {
-  for (const auto& f : s.families())
-    if (f.name == name) return f.samples.size();
-  return 0;
 }
 
 using TempTree = rdma::testing::TempTree;

@@ -10,10 +10,10 @@
 #     slave is read through the kernel with its own values, the bond itself not at all;
 #   * a netdev the tree gives another ifindex than this namespace's netdev of that name (lo) is
 #     not read through the kernel: state, no error.
-# Usage: netns_test.sh RDMA_EXPORTER_BINARY   (root; without root or a tool it fails)
+# Usage: netns_test.sh --exporter PATH   (root; without root or a tool it fails)
 set -uo pipefail
 
-EXPORTER=${1:?usage: netns_test.sh RDMA_EXPORTER_BINARY}
+source "$(dirname "$0")/../lib/exporter_arg.sh"
 [[ -x "$EXPORTER" ]] || { echo "FATAL: $EXPORTER is not executable"; exit 2; }
 if [[ $(id -u) -ne 0 ]]; then echo "FATAL: the netns test needs root (ip netns add, veth)"; exit 1; fi
 for tool in ip ethtool curl promtool; do

@@ -8,9 +8,9 @@
 #     capability="umad_device"} 0, no pma error over three scrapes, one log line;
 #   * a umad0 node the exporter's user may not open (EACCES, the exporter runs as nobody):
 #     the same.
-# Usage: no_umad_device_test.sh RDMA_EXPORTER_BINARY   (root: mount namespaces)
+# Usage: no_umad_device_test.sh --exporter PATH   (root: mount namespaces)
 set -uo pipefail
-EXPORTER=${1:?usage: no_umad_device_test.sh RDMA_EXPORTER_BINARY}
+source "$(dirname "$0")/../lib/exporter_arg.sh"
 HERE=$(cd "$(dirname "$0")/../.." && pwd)
 [[ -x "$EXPORTER" ]] || { echo "FATAL: $EXPORTER is not executable"; exit 2; }
 if [[ $(id -u) -ne 0 ]]; then echo "FATAL: the test needs root (unshare -m, mount)"; exit 1; fi
@@ -25,7 +25,7 @@ FAILED=0
 ok() { echo "  ok: $*"; OK=$((OK + 1)); }
 bad() { echo "  FAIL: $*"; FAILED=$((FAILED + 1)); }
 
-python3 "$HERE/tests/fixtures/sysfs_gen.py" "$WORK/sys" --profile demo >/dev/null || { echo "FATAL: sysfs_gen"; exit 1; }
+python3 "$HERE/tests/lib/sysfs_gen.py" "$WORK/sys" --profile demo >/dev/null || { echo "FATAL: sysfs_gen"; exit 1; }
 dev=$(readlink -f "$WORK/sys/class/infiniband/mlx5_0")
 port="$dev/ports/1"
 [[ $(cat "$port/state") == "4: ACTIVE" && $(cat "$port/link_layer") == InfiniBand ]] || { echo "FATAL: fixture mlx5_0/1 is not an ACTIVE IB port"; exit 1; }

@@ -301,7 +301,7 @@ TEST_CASE("a responder that says 'self' excludes the link for good") {
   CHECK(s.self_excluded == 1);
 }
 
-TEST_CASE("peers that leave lose their link and series; a returning peer starts afresh") {
+TEST_CASE("peers that leave lose their link and series, a returning peer starts afresh") {
   FakeTransport t;
   Engine e(config(), t, {kPort, {"rxe1", 1}});
   auto b = peer("b");

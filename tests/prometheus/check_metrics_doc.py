@@ -4,12 +4,11 @@
 Scrapes the exporter (all default collectors) on the fixture tree and on the demo fabric, then:
 - every exported family is documented, with the same type and the same label names;
 - every documented row is exported, unless its description carries a marker saying what it
-  needs that these trees lack: *hardware*, *ibsim*, *vm*, *netns*, *prober*, *after a wrap* (a
-  series that appears once a counter wrapped, which one scrape of a tree cannot show), *on error*
-  (a series that appears with the first error: a healthy tree has none).
+  needs that these trees lack (deploy/promql_util.py NEEDS_MARKERS: *hardware*, *ibsim*, *vm*,
+  *netns*, *prober*, *after a wrap*: a series that appears once a counter wrapped, which one
+  scrape of a tree cannot show, *on error*: a series that appears with the first error).
 """
 import os
-import re
 import sys
 import tempfile
 import unittest
@@ -17,23 +16,17 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.join(HERE, "..", "..")
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+sys.path.insert(0, os.path.join(REPO, "deploy"))
+import promql_util  # noqa: E402  (the one reader of docs/metrics.md's tables)
 from exporter_harness import Exporter, take_exporter_arg, write_tree  # noqa: E402
 
 EXPORTER = take_exporter_arg()
-MARKERS = ("*hardware*", "*ibsim*", "*vm*", "*netns*", "*prober*", "*after a wrap*", "*on error*")
 SUFFIXES = ("_bucket", "_sum", "_count")
 
 
 def documented():
-    rows = {}
-    with open(os.path.join(REPO, "docs/metrics.md")) as f:
-        for line in f:
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if len(cells) < 6 or not re.fullmatch(r"rdma_[a-z0-9_]+", cells[0]):
-                continue
-            labels = {l.strip() for l in cells[2].split(",") if l.strip()}
-            rows[cells[0]] = {"type": cells[1], "labels": labels, "needs": any(m in line for m in MARKERS)}
-    return rows
+    return {name: {"type": row["type"], "labels": set(row["labels"]), "needs": row["needs"] is not None}
+            for name, row in promql_util.parse_metrics_doc(os.path.join(REPO, "docs", "metrics.md")).items()}
 
 
 def exported():
@@ -73,7 +66,7 @@ class MetricsDoc(unittest.TestCase):
                 continue
             with self.subTest(metric=name):
                 self.assertIn(name, self.exp, f"{name} is documented but not exported by the demo/fixture trees "
-                                              "(mark it *hardware*, *ibsim*, *vm*, *netns* or *prober* if it needs those)")
+                                              "(mark it with what it needs: " + ", ".join("*%s*" % m for m in promql_util.NEEDS_MARKERS) + ")")
 
 
 if __name__ == "__main__":

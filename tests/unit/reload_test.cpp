@@ -11,6 +11,7 @@
 #include "exporter/collector.h"
 #include "exporter/options.h"
 #include "exporter/scraper.h"
+#include "tests/lib/samples.h"
 #include "tests/lib/temp_tree.h"
 
 using namespace rdma::exporter;
@@ -77,18 +78,14 @@ struct Fixture {
   }
 };
 
-double number(const SampleValue& v) {
-  if (const auto* u = std::get_if<std::uint64_t>(&v)) return static_cast<double>(*u);
-  return std::get<double>(v);
-}
+using rdma::testing::number;
 
 // The instance id each collector answered a scrape with.
 std::map<std::string, double> instances(Scraper& s) {
   std::map<std::string, double> out;
   const auto sink = s.collect();
-  for (const auto& f : sink.families())
-    if (f.name == "test_instance")
-      for (const auto& sample : f.samples) out[sample.labels.at(0).second] = number(sample.value);
+  if (const auto* f = rdma::testing::family(sink, "test_instance"))
+    for (const auto& sample : f->samples) out[sample.labels.at(0).second] = number(sample.value);
   return out;
 }
 
@@ -230,10 +227,8 @@ TEST_CASE_METHOD(Fixture, "reload: error counts of a restarted collector carry o
   with_errors.collectors[0].create = [] { return std::make_unique<Failing>(); };
   REQUIRE(s.reload(std::move(with_errors)).failures.empty());
   auto errors = [&] {
-    const auto sink = s.collect();
-    for (const auto& f : sink.families())
-      if (f.name == "rdma_exporter_collector_errors_total") return number(f.samples.at(0).value);
-    return 0.0;
+    const auto found = rdma::testing::find(s.collect(), "rdma_exporter_collector_errors_total");
+    return found ? found->number() : 0.0;
   };
   CHECK(errors() == 1);
   CHECK(errors() == 2);

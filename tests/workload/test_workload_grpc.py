@@ -7,7 +7,7 @@ an SR-IOV VF's PCI address mapped to an RDMA device (bus/pci/devices/<bdf>/infin
 - the listing is cached for refresh-interval, not made per scrape;
 - a dead or absent socket is a counted error (reason="podresources") and the rest of the scrape
   (the port collector's series) is intact.
-The CRI names need queue pairs (RDMA netlink): vm.workload checks them with the same double."""
+The CRI names need queue pairs (RDMA netlink): vm.workload.cgroups checks them with the same double."""
 import os
 import socket
 import sys

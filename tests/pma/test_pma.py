@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """pma collector against the ibsim simulator: exporter values == PerformanceSet values == perfquery.
 
-usage: test_pma.py <rdma_exporter> local|fabric|faults|targets|unsupported_local|unsupported_fabric|port_mad <pma_mad_double.so>
+usage: test_pma.py --exporter PATH local|fabric|faults|targets|unsupported_local|unsupported_fabric|port_mad <pma_mad_double.so>
 (port_mad: the port collector's counters through MADs, on a sysfs tree of the simulator's CA)
 Exit 0 = pass, else fail (also when the simulator cannot be installed or started).
 """
@@ -17,7 +17,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from exporter_harness import SYSFS_GEN, Prometheus  # noqa: E402
+from exporter_harness import SYSFS_GEN, Prometheus, take_exporter_arg  # noqa: E402
 from ibsim_harness import Exporter, Sim, SetupError, fat_tree, get, parse_metrics, wait_for  # noqa: E402
 
 FAILS = []
@@ -601,7 +601,7 @@ TREE_VALUE = 5  # every counters/ file of the port tree: a value no counter of t
 
 
 def port_tree(sim, node_guid, lid):
-    """A sysfs tree (tests/fixtures/sysfs_gen.py) with the simulator's CA: ibsim0, its node GUID,
+    """A sysfs tree (tests/lib/sysfs_gen.py) with the simulator's CA: ibsim0, its node GUID,
     port 1 InfiniBand ACTIVE at its LID, a counters/ directory in the ext table holding TREE_VALUE
     everywhere. Returns (root, number of counters/ files)."""
     sys.path.insert(0, os.path.dirname(SYSFS_GEN))
@@ -712,7 +712,8 @@ def case_port_mad(sim, exe, library):
 
 
 def main():
-    exe, case, double = sys.argv[1], sys.argv[2], sys.argv[3]
+    exe = take_exporter_arg()
+    case, double = sys.argv[1], sys.argv[2]
     try:
         sim = Sim(fat_tree(2, 2, 2), host="host0-0") if case == "targets" else Sim()
     except SetupError as s:

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "collectors/pma/pma_metrics.h"
+#include "tests/lib/samples.h"
 
 using namespace rdma;
 using collectors::pma::AttrSet;
@@ -115,9 +116,8 @@ TEST_CASE("saturation flags: one per narrow counter, or only those at their maxi
     exporter::MetricSink sink;
     collectors::pma::emit_port(r, "p_", {}, sink, s);
     std::map<std::string, double> out;
-    for (const auto& f : sink.families())
-      if (f.name == "p_saturated")
-        for (const auto& x : f.samples) out[x.labels.back().second] = std::get<double>(x.value);
+    if (const auto* f = rdma::testing::family(sink, "p_saturated"))
+      for (const auto& x : f->samples) out[x.labels.back().second] = std::get<double>(x.value);
     return out;
   };
   const auto every = flags(collectors::pma::Saturation::kEveryCounter);
