@@ -35,7 +35,6 @@
 namespace rdma::collectors::netdev {
 namespace {
 
-using sysfs::ReadError;
 
 constexpr std::size_t kMaxExtraStats = 64;
 
@@ -87,7 +86,7 @@ class NetdevCollector final : public exporter::Collector {
       ctx.errors.capability(what, netdev, false, "netdev " + netdev + " does not support " + what + " (EOPNOTSUPP)");
       return;
     }
-    ctx.errors.report(sysfs::reason_label(e), what + " " + netdev, what + " failed on netdev " + netdev);
+    ctx.errors.report(reason_label(e), what + " " + netdev, what + " failed on netdev " + netdev);
   }
 
   std::pair<Tri, Tri> collect_netdev(const exporter::ScrapeContext& ctx, const std::string& name, const Labels& base,
@@ -163,7 +162,7 @@ class NetdevCollector final : public exporter::Collector {
 
   // Whether the netdev that the tree names is the one this kernel has under that name: the same
   // ifindex. A tree that does not give the ifindex is taken at its word.
-  static bool is_kernels(const std::string& sysfs_root, const std::string& name, const sysfs::Result<unsigned>& kernel) {
+  static bool is_kernels(const std::string& sysfs_root, const std::string& name, const Result<unsigned>& kernel) {
     auto tree = sysfs::read_u64(sysfs_root + "/class/net/" + name + "/ifindex");
     if (!tree) return true;
     return kernel.ok() && kernel.value == tree.value;

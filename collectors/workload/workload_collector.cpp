@@ -42,7 +42,6 @@ using cgroup::Workload;
 using cgroup::WorkloadKind;
 using exporter::Labels;
 using exporter::MetricSink;
-using sysfs::ReadError;
 
 constexpr const char* kPodHelp =
     "Queue pairs held by processes of a Kubernetes pod's container (pod UID and container ID from the process's "

@@ -35,7 +35,7 @@ Result<IeeeConfig> decode_ieee_reply(std::span<const std::uint8_t> msg) {
   netlink::AlignedMessage a(msg);
   const nlmsghdr* nlh = a.header();
   if (!nlh) return R::failure(ReadError::kMalformed);
-  if (auto e = netlink::error_code(msg)) return *e ? R::failure(sysfs::classify_errno(*e), *e) : R::failure(ReadError::kMalformed);
+  if (auto e = netlink::error_code(msg)) return *e ? R::failure(classify_errno(*e), *e) : R::failure(ReadError::kMalformed);
   if (nlh->nlmsg_type != RTM_GETDCB || nlh->nlmsg_len < MNL_NLMSG_HDRLEN + sizeof(dcbmsg)) return R::failure(ReadError::kMalformed);
   const auto* dm = static_cast<const dcbmsg*>(mnl_nlmsg_get_payload(nlh));
   if (dm->cmd != DCB_CMD_IEEE_GET) return R::failure(ReadError::kMalformed);

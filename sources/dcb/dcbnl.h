@@ -12,12 +12,9 @@
 #include <vector>
 
 #include "sources/ethtool/netlink.h"
-#include "sources/sysfs/read_result.h"
+#include "sources/common/result.h"
 
 namespace rdma::dcb {
-
-using sysfs::ReadError;
-using sysfs::Result;
 
 inline constexpr int kPriorities = 8;  // IEEE_8021QAZ_MAX_TCS
 

@@ -54,12 +54,12 @@ Result<std::vector<std::uint8_t>> Socket::request(std::vector<std::uint8_t> msg)
   using R = Result<std::vector<std::uint8_t>>;
   if (!sock_) {
     sock_ = mnl_socket_open(protocol_);
-    if (!sock_) return R::failure(sysfs::classify_errno(errno), errno);
+    if (!sock_) return R::failure(classify_errno(errno), errno);
     if (mnl_socket_bind(sock_, 0, MNL_SOCKET_AUTOPID) < 0) {
       int err = errno;
       mnl_socket_close(sock_);
       sock_ = nullptr;
-      return R::failure(sysfs::classify_errno(err), err);
+      return R::failure(classify_errno(err), err);
     }
     timeval tv{2, 0};  // a kernel answer is immediate; never hold the scrape on a lost one
     setsockopt(mnl_socket_get_fd(sock_), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -68,21 +68,21 @@ Result<std::vector<std::uint8_t>> Socket::request(std::vector<std::uint8_t> msg)
   const std::uint32_t seq = ++seq_;
   auto* req = reinterpret_cast<nlmsghdr*>(msg.data());
   req->nlmsg_seq = seq;
-  if (mnl_socket_sendto(sock_, msg.data(), msg.size()) < 0) return R::failure(sysfs::classify_errno(errno), errno);
+  if (mnl_socket_sendto(sock_, msg.data(), msg.size()) < 0) return R::failure(classify_errno(errno), errno);
   const std::uint32_t portid = mnl_socket_get_portid(sock_);
   std::vector<std::uint8_t> buf(MNL_SOCKET_BUFFER_SIZE * 2);
   for (int rounds = 0; rounds < 16; ++rounds) {
     ssize_t n = mnl_socket_recvfrom(sock_, buf.data(), buf.size());
     if (n < 0) {
       int err = errno;
-      return R::failure(err == EAGAIN || err == EWOULDBLOCK ? ReadError::kTimeout : sysfs::classify_errno(err), err);
+      return R::failure(err == EAGAIN || err == EWOULDBLOCK ? ReadError::kTimeout : classify_errno(err), err);
     }
     auto* nlh = reinterpret_cast<const nlmsghdr*>(buf.data());
     int len = static_cast<int>(n);
     while (mnl_nlmsg_ok(nlh, len)) {
       if (nlh->nlmsg_seq == seq && (nlh->nlmsg_pid == portid || nlh->nlmsg_pid == 0)) {
         std::span<const std::uint8_t> one(reinterpret_cast<const std::uint8_t*>(nlh), nlh->nlmsg_len);
-        if (auto e = error_code(one); e && *e != 0) return R::failure(sysfs::classify_errno(*e), *e);
+        if (auto e = error_code(one); e && *e != 0) return R::failure(classify_errno(*e), *e);
         return R::success({one.begin(), one.end()});
       }
       nlh = mnl_nlmsg_next(nlh, &len);
@@ -121,7 +121,7 @@ Result<PauseStats> decode_pause_reply(std::span<const std::uint8_t> msg) {
   AlignedMessage a(msg);
   const nlmsghdr* nlh = a.header();
   if (!nlh) return R::failure(ReadError::kMalformed);
-  if (auto e = error_code(msg)) return *e ? R::failure(sysfs::classify_errno(*e), *e) : R::failure(ReadError::kMalformed);
+  if (auto e = error_code(msg)) return *e ? R::failure(classify_errno(*e), *e) : R::failure(ReadError::kMalformed);
   PauseStats out;
   bool nested_ok = true;
   auto u64 = [](const nlattr* attr) -> std::optional<std::uint64_t> {

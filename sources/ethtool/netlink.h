@@ -10,16 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "sources/sysfs/read_result.h"
+#include "sources/common/result.h"
 
 struct mnl_socket;
 struct nlmsghdr;
 struct nlattr;
 
 namespace rdma::netlink {
-
-using sysfs::ReadError;
-using sysfs::Result;
 
 // One netlink socket of a protocol (NETLINK_ROUTE, NETLINK_GENERIC), opened lazily.
 class Socket {

@@ -147,16 +147,16 @@ TEST_CASE("dcbnl reply without APP table trusts PCP, partial replies decode", "[
 
 TEST_CASE("dcbnl errors: EOPNOTSUPP, short struct, wrong command, garbage", "[fixtures]") {
   auto e = dcb::decode_ieee_reply(ndtest::error_message(EOPNOTSUPP));
-  CHECK(e.error == sysfs::ReadError::kNotSupported);
+  CHECK(e.error == ReadError::kNotSupported);
   CHECK(e.sys_errno == EOPNOTSUPP);
-  CHECK(dcb::decode_ieee_reply(ieee_reply({.pfc_len = 8})).error == sysfs::ReadError::kMalformed);
+  CHECK(dcb::decode_ieee_reply(ieee_reply({.pfc_len = 8})).error == ReadError::kMalformed);
   dcbmsg dm{};
   dm.cmd = DCB_CMD_GSTATE;
   ndtest::MessageBuilder other(RTM_GETDCB, &dm, sizeof dm);
-  CHECK(dcb::decode_ieee_reply(other.bytes()).error == sysfs::ReadError::kMalformed);
-  CHECK(dcb::decode_ieee_reply({}).error == sysfs::ReadError::kMalformed);
+  CHECK(dcb::decode_ieee_reply(other.bytes()).error == ReadError::kMalformed);
+  CHECK(dcb::decode_ieee_reply({}).error == ReadError::kMalformed);
   std::vector<std::uint8_t> junk(7, 0xff);
-  CHECK(dcb::decode_ieee_reply(junk).error == sysfs::ReadError::kMalformed);
+  CHECK(dcb::decode_ieee_reply(junk).error == ReadError::kMalformed);
 }
 
 TEST_CASE("ethtool netlink pause reply: standard statistics", "[fixtures]") {
@@ -175,7 +175,7 @@ TEST_CASE("ethtool netlink pause reply: standard statistics", "[fixtures]") {
   MetricSink empty;
   CHECK_FALSE(collectors::netdev::emit_link_pause(kBase, none.value, empty));
   CHECK(empty.sample_count() == 0);
-  CHECK(netlink::decode_pause_reply(ndtest::error_message(EOPNOTSUPP)).error == sysfs::ReadError::kNotSupported);
+  CHECK(netlink::decode_pause_reply(ndtest::error_message(EOPNOTSUPP)).error == ReadError::kNotSupported);
 }
 
 TEST_CASE("generic netlink family id", "[fixtures]") {
@@ -187,7 +187,7 @@ TEST_CASE("generic netlink family id", "[fixtures]") {
   auto id = netlink::decode_family_id(b.bytes());
   REQUIRE(id.ok());
   CHECK(id.value == 27);
-  CHECK(netlink::decode_family_id(ndtest::error_message(ENOENT)).error == sysfs::ReadError::kMalformed);
+  CHECK(netlink::decode_family_id(ndtest::error_message(ENOENT)).error == ReadError::kMalformed);
 }
 
 TEST_CASE("request builders carry the interface name", "[unit]") {
