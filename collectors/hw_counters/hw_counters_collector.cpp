@@ -75,7 +75,9 @@ constexpr Level kDeviceLevel{
 }  // namespace
 
 std::unique_ptr<BulkPortReader> open_netlink_reader(int& err) {
-  auto c = netlink::Client::open(err);
+  // A kernel that never answers must not hold the collector forever (the scrape timeout
+  // reports it; this bounds the thread).
+  auto c = netlink::Client::open(std::chrono::seconds(10), err);
   if (!c) return nullptr;
   return std::make_unique<NetlinkReader>(std::move(c));
 }

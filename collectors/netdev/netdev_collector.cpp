@@ -28,7 +28,7 @@
 #include "sources/dcb/dcbnl.h"
 #include "sources/dcb/ecn_sysfs.h"
 #include "sources/ethtool/ethtool_ioctl.h"
-#include "sources/ethtool/netlink.h"
+#include "sources/ethtool/ethtool_netlink.h"
 #include "sources/ethtool/stat_map.h"
 #include "sources/sysfs/reader.h"
 
@@ -193,8 +193,9 @@ class NetdevCollector final : public exporter::Collector {
   int roce_priority_;
   std::vector<std::string> extra_stats_;
   ethtool::IoctlClient ioctl_;
-  netlink::PauseReader pause_;
-  dcb::Reader dcb_;
+  // A kernel answer is immediate: never hold the scrape on a lost one.
+  ethtool::PauseReader pause_{std::chrono::seconds(2)};
+  dcb::Reader dcb_{std::chrono::seconds(2)};
   std::map<std::string, NetdevState> state_;
   std::set<std::string> not_kernels_;  // logged once each
   std::vector<std::string> new_not_kernels_;

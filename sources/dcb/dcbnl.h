@@ -5,14 +5,15 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "sources/ethtool/netlink.h"
 #include "sources/common/result.h"
+#include "sources/netlink/socket.h"
 
 namespace rdma::dcb {
 
@@ -60,7 +61,7 @@ std::string_view tsa_label(std::uint8_t tsa);            // "strict", "cbs", "et
 
 class Reader {
  public:
-  Reader();
+  explicit Reader(std::chrono::milliseconds receive_timeout);
   Result<IeeeConfig> read(const std::string& ifname);
 
  private:

@@ -13,7 +13,8 @@
 
 #include "collectors/netdev/netdev_metrics.h"
 #include "sources/dcb/dcbnl.h"
-#include "sources/ethtool/netlink.h"
+#include "sources/ethtool/ethtool_netlink.h"
+#include "sources/netlink/genetlink.h"
 #include "tests/netdev/helpers.h"
 
 using namespace rdma;
@@ -160,7 +161,7 @@ TEST_CASE("dcbnl errors: EOPNOTSUPP, short struct, wrong command, garbage", "[fi
 }
 
 TEST_CASE("ethtool netlink pause reply: standard statistics", "[fixtures]") {
-  auto r = netlink::decode_pause_reply(pause_reply(UINT64_MAX, 42));
+  auto r = ethtool::decode_pause_reply(pause_reply(UINT64_MAX, 42));
   REQUIRE(r.ok());
   CHECK(r.value.tx_frames == UINT64_MAX);
   CHECK(r.value.rx_frames == 42);
@@ -170,12 +171,12 @@ TEST_CASE("ethtool netlink pause reply: standard statistics", "[fixtures]") {
   CHECK(find(out, "rdma_netdev_link_pause_frames_total", with({{"direction", "rx"}}))->u64() == 42);
 
   // A driver with pause settings but no statistics: no nest, nothing exported.
-  auto none = netlink::decode_pause_reply(pause_reply(std::nullopt, std::nullopt));
+  auto none = ethtool::decode_pause_reply(pause_reply(std::nullopt, std::nullopt));
   REQUIRE(none.ok());
   MetricSink empty;
   CHECK_FALSE(collectors::netdev::emit_link_pause(kBase, none.value, empty));
   CHECK(empty.sample_count() == 0);
-  CHECK(netlink::decode_pause_reply(ndtest::error_message(EOPNOTSUPP)).error == ReadError::kNotSupported);
+  CHECK(ethtool::decode_pause_reply(ndtest::error_message(EOPNOTSUPP)).error == ReadError::kNotSupported);
 }
 
 TEST_CASE("generic netlink family id", "[fixtures]") {
@@ -196,7 +197,7 @@ TEST_CASE("request builders carry the interface name", "[unit]") {
   CHECK(nlh->nlmsg_type == RTM_GETDCB);
   CHECK(nlh->nlmsg_len == req.size());
   CHECK(std::string(reinterpret_cast<const char*>(req.data()), req.size()).find("eth7") != std::string::npos);
-  auto pause = netlink::build_pause_get(27, "eth7");
+  auto pause = ethtool::build_pause_get(27, "eth7");
   CHECK(reinterpret_cast<const nlmsghdr*>(pause.data())->nlmsg_type == 27);
 }
 
@@ -208,14 +209,14 @@ TEST_CASE("decoders survive cut and mutated messages", "[fixtures]") {
     for (std::size_t n = 0; n < valid.size(); ++n) {
       std::vector<std::uint8_t> cut(valid.begin(), valid.begin() + static_cast<std::ptrdiff_t>(n));
       (void)dcb::decode_ieee_reply(cut);
-      (void)netlink::decode_pause_reply(cut);
+      (void)ethtool::decode_pause_reply(cut);
     }
     for (int round = 0; round < 3000; ++round) {
       auto m = valid;
       const int flips = 1 + static_cast<int>(rng() % 4);
       for (int f = 0; f < flips; ++f) m[rng() % m.size()] = static_cast<std::uint8_t>(rng());
       auto d = dcb::decode_ieee_reply(m);
-      auto p = netlink::decode_pause_reply(m);
+      auto p = ethtool::decode_pause_reply(m);
       (void)netlink::decode_family_id(m);
       if (d.ok()) {
         MetricSink out;
