@@ -11,7 +11,7 @@ std::vector<std::uint8_t> build_request(std::uint16_t type, const void* header, 
   nlh->nlmsg_type = type;
   nlh->nlmsg_flags = NLM_F_REQUEST;
   std::memcpy(mnl_nlmsg_put_extra_header(nlh, header_len), header, header_len);
-  attributes(nlh);
+  if (attributes) attributes(nlh);
   buf.resize(nlh->nlmsg_len);
   return buf;
 }

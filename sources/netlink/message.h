@@ -91,9 +91,10 @@ bool for_each_attr(const Message& m, std::size_t family_header, F&& f) {
 }
 
 // A request (NLM_F_REQUEST) of `type`: the family header (genlmsghdr, dcbmsg; `header_len`
-// bytes from `header`), then what `attributes` puts with libmnl's mnl_attr_put_*.
+// bytes from `header`), then what `attributes` puts with libmnl's mnl_attr_put_*. Tests build
+// kernel-like replies with it too (the decoders do not look at the flags).
 std::vector<std::uint8_t> build_request(std::uint16_t type, const void* header, std::size_t header_len,
-                                        const std::function<void(nlmsghdr*)>& attributes);
+                                        const std::function<void(nlmsghdr*)>& attributes = {});
 
 // For an NLMSG_ERROR message: the errno it carries, 0 for an ACK; nullopt when the payload is
 // shorter than the code or the code is not -errno as the kernel writes it (errno <= 4095,

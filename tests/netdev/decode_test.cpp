@@ -2,6 +2,7 @@
 // whole structs in attributes), error replies, and robustness on cut and mutated bytes.
 #include <catch2/catch.hpp>
 
+#include <libmnl/libmnl.h>
 #include <linux/dcbnl.h>
 #include <linux/ethtool_netlink.h>
 #include <linux/genetlink.h>
@@ -32,69 +33,67 @@ std::vector<std::uint8_t> ieee_reply(const DcbSpec& spec = {}) {
   dcbmsg dm{};
   dm.dcb_family = AF_UNSPEC;
   dm.cmd = DCB_CMD_IEEE_GET;
-  ndtest::MessageBuilder b(RTM_GETDCB, &dm, sizeof dm);
-  nlmsghdr* nlh = b.nlh();
-  mnl_attr_put_strz(nlh, DCB_ATTR_IFNAME, "ens1f0np0");
-  nlattr* ieee = mnl_attr_nest_start(nlh, DCB_ATTR_IEEE);
-  if (spec.ets) {
-    ieee_ets e{};
-    e.willing = 1;
-    e.ets_cap = 8;
-    for (int i = 0; i < 8; ++i) {
-      e.prio_tc[i] = static_cast<std::uint8_t>(i == 3 ? 1 : 0);
-      e.tc_tsa[i] = IEEE_8021QAZ_TSA_ETS;
+  return netlink::build_request(RTM_GETDCB, &dm, sizeof dm, [&](nlmsghdr* nlh) {
+    mnl_attr_put_strz(nlh, DCB_ATTR_IFNAME, "ens1f0np0");
+    nlattr* ieee = mnl_attr_nest_start(nlh, DCB_ATTR_IEEE);
+    if (spec.ets) {
+      ieee_ets e{};
+      e.willing = 1;
+      e.ets_cap = 8;
+      for (int i = 0; i < 8; ++i) {
+        e.prio_tc[i] = static_cast<std::uint8_t>(i == 3 ? 1 : 0);
+        e.tc_tsa[i] = IEEE_8021QAZ_TSA_ETS;
+      }
+      e.tc_tx_bw[0] = 50;
+      e.tc_tx_bw[1] = 50;
+      e.tc_tsa[7] = IEEE_8021QAZ_TSA_STRICT;
+      mnl_attr_put(nlh, DCB_ATTR_IEEE_ETS, sizeof e, &e);
     }
-    e.tc_tx_bw[0] = 50;
-    e.tc_tx_bw[1] = 50;
-    e.tc_tsa[7] = IEEE_8021QAZ_TSA_STRICT;
-    mnl_attr_put(nlh, DCB_ATTR_IEEE_ETS, sizeof e, &e);
-  }
-  if (spec.pfc) {
-    ieee_pfc p{};
-    p.pfc_cap = 8;
-    p.pfc_en = 1u << 3;
-    p.delay = 32;
-    for (int i = 0; i < 8; ++i) {
-      p.requests[i] = 100 + static_cast<std::uint64_t>(i);
-      p.indications[i] = 200 + static_cast<std::uint64_t>(i);
+    if (spec.pfc) {
+      ieee_pfc p{};
+      p.pfc_cap = 8;
+      p.pfc_en = 1u << 3;
+      p.delay = 32;
+      for (int i = 0; i < 8; ++i) {
+        p.requests[i] = 100 + static_cast<std::uint64_t>(i);
+        p.indications[i] = 200 + static_cast<std::uint64_t>(i);
+      }
+      p.requests[3] = UINT64_MAX;
+      mnl_attr_put(nlh, DCB_ATTR_IEEE_PFC, spec.pfc_len, &p);
     }
-    p.requests[3] = UINT64_MAX;
-    mnl_attr_put(nlh, DCB_ATTR_IEEE_PFC, spec.pfc_len, &p);
-  }
-  if (spec.apps) {
-    nlattr* table = mnl_attr_nest_start(nlh, DCB_ATTR_IEEE_APP_TABLE);
-    dcb_app dscp{IEEE_8021QAZ_APP_SEL_DSCP, 3, 26};
-    dcb_app udp{IEEE_8021QAZ_APP_SEL_DGRAM, 3, 4791};
-    mnl_attr_put(nlh, DCB_ATTR_IEEE_APP, sizeof dscp, &dscp);
-    mnl_attr_put(nlh, DCB_ATTR_IEEE_APP, sizeof udp, &udp);
-    mnl_attr_put(nlh, DCB_ATTR_IEEE_APP, sizeof udp, &udp);  // a duplicate entry: one series
-    mnl_attr_nest_end(nlh, table);
-  }
-  mnl_attr_nest_end(nlh, ieee);
-  if (spec.dcbx) mnl_attr_put_u8(nlh, DCB_ATTR_DCBX, DCB_CAP_DCBX_HOST | DCB_CAP_DCBX_VER_IEEE);
-  return b.bytes();
+    if (spec.apps) {
+      nlattr* table = mnl_attr_nest_start(nlh, DCB_ATTR_IEEE_APP_TABLE);
+      dcb_app dscp{IEEE_8021QAZ_APP_SEL_DSCP, 3, 26};
+      dcb_app udp{IEEE_8021QAZ_APP_SEL_DGRAM, 3, 4791};
+      mnl_attr_put(nlh, DCB_ATTR_IEEE_APP, sizeof dscp, &dscp);
+      mnl_attr_put(nlh, DCB_ATTR_IEEE_APP, sizeof udp, &udp);
+      mnl_attr_put(nlh, DCB_ATTR_IEEE_APP, sizeof udp, &udp);  // a duplicate entry: one series
+      mnl_attr_nest_end(nlh, table);
+    }
+    mnl_attr_nest_end(nlh, ieee);
+    if (spec.dcbx) mnl_attr_put_u8(nlh, DCB_ATTR_DCBX, DCB_CAP_DCBX_HOST | DCB_CAP_DCBX_VER_IEEE);
+  });
 }
 
 std::vector<std::uint8_t> pause_reply(std::optional<std::uint64_t> tx, std::optional<std::uint64_t> rx) {
   genlmsghdr g{};
   g.cmd = ETHTOOL_MSG_PAUSE_GET_REPLY;
   g.version = ETHTOOL_GENL_VERSION;
-  ndtest::MessageBuilder b(27, &g, sizeof g);
-  nlmsghdr* nlh = b.nlh();
-  nlattr* hdr = mnl_attr_nest_start(nlh, ETHTOOL_A_PAUSE_HEADER);
-  mnl_attr_put_u32(nlh, ETHTOOL_A_HEADER_DEV_INDEX, 4);
-  mnl_attr_put_strz(nlh, ETHTOOL_A_HEADER_DEV_NAME, "ens1f0np0");
-  mnl_attr_nest_end(nlh, hdr);
-  mnl_attr_put_u8(nlh, ETHTOOL_A_PAUSE_AUTONEG, 0);
-  mnl_attr_put_u8(nlh, ETHTOOL_A_PAUSE_RX, 1);
-  mnl_attr_put_u8(nlh, ETHTOOL_A_PAUSE_TX, 1);
-  if (tx || rx) {
-    nlattr* st = mnl_attr_nest_start(nlh, ETHTOOL_A_PAUSE_STATS);
-    if (tx) mnl_attr_put_u64(nlh, ETHTOOL_A_PAUSE_STAT_TX_FRAMES, *tx);
-    if (rx) mnl_attr_put_u64(nlh, ETHTOOL_A_PAUSE_STAT_RX_FRAMES, *rx);
-    mnl_attr_nest_end(nlh, st);
-  }
-  return b.bytes();
+  return netlink::build_request(27, &g, sizeof g, [&](nlmsghdr* nlh) {
+    nlattr* hdr = mnl_attr_nest_start(nlh, ETHTOOL_A_PAUSE_HEADER);
+    mnl_attr_put_u32(nlh, ETHTOOL_A_HEADER_DEV_INDEX, 4);
+    mnl_attr_put_strz(nlh, ETHTOOL_A_HEADER_DEV_NAME, "ens1f0np0");
+    mnl_attr_nest_end(nlh, hdr);
+    mnl_attr_put_u8(nlh, ETHTOOL_A_PAUSE_AUTONEG, 0);
+    mnl_attr_put_u8(nlh, ETHTOOL_A_PAUSE_RX, 1);
+    mnl_attr_put_u8(nlh, ETHTOOL_A_PAUSE_TX, 1);
+    if (tx || rx) {
+      nlattr* st = mnl_attr_nest_start(nlh, ETHTOOL_A_PAUSE_STATS);
+      if (tx) mnl_attr_put_u64(nlh, ETHTOOL_A_PAUSE_STAT_TX_FRAMES, *tx);
+      if (rx) mnl_attr_put_u64(nlh, ETHTOOL_A_PAUSE_STAT_RX_FRAMES, *rx);
+      mnl_attr_nest_end(nlh, st);
+    }
+  });
 }
 
 }  // namespace
@@ -153,8 +152,7 @@ TEST_CASE("dcbnl errors: EOPNOTSUPP, short struct, wrong command, garbage", "[fi
   CHECK(dcb::decode_ieee_reply(ieee_reply({.pfc_len = 8})).error == ReadError::kMalformed);
   dcbmsg dm{};
   dm.cmd = DCB_CMD_GSTATE;
-  ndtest::MessageBuilder other(RTM_GETDCB, &dm, sizeof dm);
-  CHECK(dcb::decode_ieee_reply(other.bytes()).error == ReadError::kMalformed);
+  CHECK(dcb::decode_ieee_reply(netlink::build_request(RTM_GETDCB, &dm, sizeof dm)).error == ReadError::kMalformed);
   CHECK(dcb::decode_ieee_reply({}).error == ReadError::kMalformed);
   std::vector<std::uint8_t> junk(7, 0xff);
   CHECK(dcb::decode_ieee_reply(junk).error == ReadError::kMalformed);
@@ -182,10 +180,10 @@ TEST_CASE("ethtool netlink pause reply: standard statistics", "[fixtures]") {
 TEST_CASE("generic netlink family id", "[fixtures]") {
   genlmsghdr g{};
   g.cmd = CTRL_CMD_NEWFAMILY;
-  ndtest::MessageBuilder b(GENL_ID_CTRL, &g, sizeof g);
-  mnl_attr_put_strz(b.nlh(), CTRL_ATTR_FAMILY_NAME, "ethtool");
-  mnl_attr_put_u16(b.nlh(), CTRL_ATTR_FAMILY_ID, 27);
-  auto id = netlink::decode_family_id(b.bytes());
+  auto id = netlink::decode_family_id(netlink::build_request(GENL_ID_CTRL, &g, sizeof g, [](nlmsghdr* nlh) {
+    mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME, "ethtool");
+    mnl_attr_put_u16(nlh, CTRL_ATTR_FAMILY_ID, 27);
+  }));
   REQUIRE(id.ok());
   CHECK(id.value == 27);
   CHECK(netlink::decode_family_id(ndtest::error_message(ENOENT)).error == ReadError::kMalformed);
