@@ -22,9 +22,9 @@ void ErrorReporter::report(std::string_view reason, std::string_view cause, std:
                  message);
 }
 
-void ErrorReporter::report_read(sysfs::ReadError error, const std::string& path) {
+void ErrorReporter::report_read(ReadError error, const std::string& path) {
   std::string message = "read failed";
-  report(sysfs::reason_label(error), path, message);
+  report(reason_label(error), path, message);
 }
 
 void ErrorReporter::capability(std::string_view capability, std::string_view cause, bool available,

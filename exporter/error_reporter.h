@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "sources/sysfs/read_result.h"
+#include "sources/common/result.h"
 
 namespace rdma::exporter {
 
@@ -24,7 +24,7 @@ class ErrorReporter {
   // (typically the path or device) is seen with this reason.
   void report(std::string_view reason, std::string_view cause, std::string_view message);
   // Convenience for sysfs reads: reason = reason_label(error), cause = path.
-  void report_read(sysfs::ReadError error, const std::string& path);
+  void report_read(ReadError error, const std::string& path);
 
   // Records whether `capability` is there for `cause` (a port, a netdev) in this scrape. Logs
   // `message` at info level when a cause loses it (or lacks it the first time); counts nothing.

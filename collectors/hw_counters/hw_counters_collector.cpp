@@ -16,7 +16,6 @@ namespace {
 
 using exporter::Labels;
 using exporter::MetricSink;
-using sysfs::ReadError;
 
 constexpr std::string_view kLifespan = "lifespan";
 
@@ -29,7 +28,7 @@ class NetlinkReader final : public BulkPortReader {
     out.error = r.error;
     out.counters.reserve(r.counters.size());
     for (auto& c : r.counters)
-      out.counters.push_back({std::move(c.name), sysfs::Result<std::uint64_t>::success(c.value)});
+      out.counters.push_back({std::move(c.name), Result<std::uint64_t>::success(c.value)});
     return out;
   }
   std::uint64_t requests() const override { return client_->requests(); }
@@ -76,7 +75,9 @@ constexpr Level kDeviceLevel{
 }  // namespace
 
 std::unique_ptr<BulkPortReader> open_netlink_reader(int& err) {
-  auto c = netlink::Client::open(err);
+  // A kernel that never answers must not hold the collector forever (the scrape timeout
+  // reports it; this bounds the thread).
+  auto c = netlink::Client::open(std::chrono::seconds(10), err);
   if (!c) return nullptr;
   return std::make_unique<NetlinkReader>(std::move(c));
 }

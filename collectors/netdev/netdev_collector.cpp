@@ -28,14 +28,13 @@
 #include "sources/dcb/dcbnl.h"
 #include "sources/dcb/ecn_sysfs.h"
 #include "sources/ethtool/ethtool_ioctl.h"
-#include "sources/ethtool/netlink.h"
+#include "sources/ethtool/ethtool_netlink.h"
 #include "sources/ethtool/stat_map.h"
 #include "sources/sysfs/reader.h"
 
 namespace rdma::collectors::netdev {
 namespace {
 
-using sysfs::ReadError;
 
 constexpr std::size_t kMaxExtraStats = 64;
 
@@ -87,7 +86,7 @@ class NetdevCollector final : public exporter::Collector {
       ctx.errors.capability(what, netdev, false, "netdev " + netdev + " does not support " + what + " (EOPNOTSUPP)");
       return;
     }
-    ctx.errors.report(sysfs::reason_label(e), what + " " + netdev, what + " failed on netdev " + netdev);
+    ctx.errors.report(reason_label(e), what + " " + netdev, what + " failed on netdev " + netdev);
   }
 
   std::pair<Tri, Tri> collect_netdev(const exporter::ScrapeContext& ctx, const std::string& name, const Labels& base,
@@ -163,7 +162,7 @@ class NetdevCollector final : public exporter::Collector {
 
   // Whether the netdev that the tree names is the one this kernel has under that name: the same
   // ifindex. A tree that does not give the ifindex is taken at its word.
-  static bool is_kernels(const std::string& sysfs_root, const std::string& name, const sysfs::Result<unsigned>& kernel) {
+  static bool is_kernels(const std::string& sysfs_root, const std::string& name, const Result<unsigned>& kernel) {
     auto tree = sysfs::read_u64(sysfs_root + "/class/net/" + name + "/ifindex");
     if (!tree) return true;
     return kernel.ok() && kernel.value == tree.value;
@@ -194,8 +193,9 @@ class NetdevCollector final : public exporter::Collector {
   int roce_priority_;
   std::vector<std::string> extra_stats_;
   ethtool::IoctlClient ioctl_;
-  netlink::PauseReader pause_;
-  dcb::Reader dcb_;
+  // A kernel answer is immediate: never hold the scrape on a lost one.
+  ethtool::PauseReader pause_{std::chrono::seconds(2)};
+  dcb::Reader dcb_{std::chrono::seconds(2)};
   std::map<std::string, NetdevState> state_;
   std::set<std::string> not_kernels_;  // logged once each
   std::vector<std::string> new_not_kernels_;

@@ -88,7 +88,7 @@ void emit_extra(const Labels& base, std::span<const std::pair<std::size_t, std::
   }
 }
 
-bool emit_link_pause(const Labels& base, const netlink::PauseStats& stats, MetricSink& out) {
+bool emit_link_pause(const Labels& base, const ethtool::PauseStats& stats, MetricSink& out) {
   const FamilyDef& d = def_of(Family::kLinkPauseFrames);
   bool any = false;
   for (auto [dir, v] : {std::pair{"rx", stats.rx_frames}, {"tx", stats.tx_frames}}) {

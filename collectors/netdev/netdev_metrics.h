@@ -11,7 +11,7 @@
 #include "exporter/metrics.h"
 #include "sources/dcb/dcbnl.h"
 #include "sources/dcb/ecn_sysfs.h"
-#include "sources/ethtool/netlink.h"
+#include "sources/ethtool/ethtool_netlink.h"
 #include "sources/ethtool/stat_map.h"
 
 namespace rdma::collectors::netdev {
@@ -27,7 +27,7 @@ void emit_mapped(const Labels& base, std::span<const ethtool::MappedStat> mapped
 void emit_extra(const Labels& base, std::span<const std::pair<std::size_t, std::string>> extra,
                 std::span<const std::uint64_t> values, MetricSink& out);
 // Standard pause statistics; true when at least one value was exported.
-bool emit_link_pause(const Labels& base, const netlink::PauseStats& stats, MetricSink& out);
+bool emit_link_pause(const Labels& base, const ethtool::PauseStats& stats, MetricSink& out);
 void emit_dcb(const Labels& base, const dcb::IeeeConfig& cfg, MetricSink& out);
 void emit_ecn(const Labels& base, const dcb::EcnConfig& cfg, MetricSink& out);
 

@@ -18,16 +18,15 @@ namespace {
 
 using exporter::Labels;
 using exporter::MetricSink;
-using sysfs::ReadError;
 
 // Optional driver attributes simply do not exist on some drivers; that is not an error.
 template <class T>
-std::string text_or_empty(const sysfs::Result<T>& r) {
+std::string text_or_empty(const Result<T>& r) {
   if constexpr (std::is_same_v<T, std::string>) return r.ok() ? r.value : std::string();
   else return r.ok() ? r.value.name : std::string();
 }
 
-void report_unless_absent(exporter::ErrorReporter& errors, const sysfs::ReadError e, const std::string& path) {
+void report_unless_absent(exporter::ErrorReporter& errors, const ReadError e, const std::string& path) {
   if (e != ReadError::kNone && e != ReadError::kNotFound) errors.report_read(e, path);
 }
 

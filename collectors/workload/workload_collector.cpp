@@ -42,7 +42,6 @@ using cgroup::Workload;
 using cgroup::WorkloadKind;
 using exporter::Labels;
 using exporter::MetricSink;
-using sysfs::ReadError;
 
 constexpr const char* kPodHelp =
     "Queue pairs held by processes of a Kubernetes pod's container (pod UID and container ID from the process's "
@@ -102,7 +101,8 @@ class WorkloadCollector final : public exporter::Collector {
     if (ctx.host.devices.empty()) return;
     if (!client_) {
       int err = 0;
-      client_ = netlink::Client::open(err);
+      // A kernel that never answers must not hold the collector forever (as hw_counters).
+      client_ = netlink::Client::open(std::chrono::seconds(10), err);
       // A kernel without RDMA netlink (ib_core not loaded: EPROTONOSUPPORT) has no queue pairs to
       // list: the host's state, logged once, asked again next scrape. Any other failure is an error.
       const bool absent = !client_ && (err == EPROTONOSUPPORT || err == ENOENT);

@@ -6,23 +6,9 @@
 #include <linux/rtnetlink.h>
 #include <sys/socket.h>
 
-#include <cstring>
-
 namespace rdma::dcb {
-namespace {
 
 static_assert(kPriorities == IEEE_8021QAZ_MAX_TCS);
-
-// The kernel copies its structs whole (nla_put(skb, attr, sizeof(struct ...), &s)); shorter
-// payloads come from something else and are rejected.
-template <class T>
-bool copy_struct(const nlattr* attr, T* out) {
-  if (mnl_attr_get_payload_len(attr) < sizeof(T)) return false;
-  std::memcpy(out, mnl_attr_get_payload(attr), sizeof(T));
-  return true;
-}
-
-}  // namespace
 
 std::string_view IeeeConfig::trust() const {
   for (const auto& a : apps)
@@ -30,30 +16,30 @@ std::string_view IeeeConfig::trust() const {
   return "pcp";
 }
 
+// The kernel copies its structs whole (nla_put(skb, attr, sizeof(struct ...), &s)); shorter
+// payloads come from something else and are rejected (read_value).
 Result<IeeeConfig> decode_ieee_reply(std::span<const std::uint8_t> msg) {
   using R = Result<IeeeConfig>;
-  netlink::AlignedMessage a(msg);
-  const nlmsghdr* nlh = a.header();
-  if (!nlh) return R::failure(ReadError::kMalformed);
-  if (auto e = netlink::error_code(msg)) return *e ? R::failure(sysfs::classify_errno(*e), *e) : R::failure(ReadError::kMalformed);
-  if (nlh->nlmsg_type != RTM_GETDCB || nlh->nlmsg_len < MNL_NLMSG_HDRLEN + sizeof(dcbmsg)) return R::failure(ReadError::kMalformed);
-  const auto* dm = static_cast<const dcbmsg*>(mnl_nlmsg_get_payload(nlh));
-  if (dm->cmd != DCB_CMD_IEEE_GET) return R::failure(ReadError::kMalformed);
+  auto reply = netlink::single_reply(msg);
+  if (!reply) return R::failure(reply.error, reply.sys_errno);
+  dcbmsg dm;
+  if (reply.value.header.nlmsg_type != RTM_GETDCB || !netlink::read_value(reply.value.payload(), dm) || dm.cmd != DCB_CMD_IEEE_GET)
+    return R::failure(ReadError::kMalformed);
 
   IeeeConfig out;
   bool good = true;
-  bool ok = netlink::walk_attributes(nlh, sizeof(dcbmsg), [&](const nlattr* attr) {
-    switch (mnl_attr_get_type(attr)) {
+  bool ok = netlink::for_each_attr(reply.value, sizeof(dcbmsg), [&](std::uint16_t type, netlink::Bytes v) {
+    switch (type) {
       case DCB_ATTR_DCBX:
-        if (mnl_attr_get_payload_len(attr) >= 1) out.dcbx = mnl_attr_get_u8(attr);
+        if (std::uint8_t dcbx = 0; netlink::read_value(v, dcbx)) out.dcbx = dcbx;
         else good = false;
         break;
       case DCB_ATTR_IEEE:
-        if (!netlink::walk_nested(attr, [&](const nlattr* ie) {
-          switch (mnl_attr_get_type(ie)) {
+        if (!netlink::for_each_attr(v, [&](std::uint16_t ie_type, netlink::Bytes ie) {
+          switch (ie_type) {
             case DCB_ATTR_IEEE_PFC: {
               ieee_pfc p;
-              if (!copy_struct(ie, &p)) { good = false; break; }
+              if (!netlink::read_value(ie, p)) { good = false; break; }
               Pfc& o = out.pfc.emplace();
               o.capability = p.pfc_cap;
               o.enabled_mask = p.pfc_en;
@@ -66,7 +52,7 @@ Result<IeeeConfig> decode_ieee_reply(std::span<const std::uint8_t> msg) {
             }
             case DCB_ATTR_IEEE_ETS: {
               ieee_ets e;
-              if (!copy_struct(ie, &e)) { good = false; break; }
+              if (!netlink::read_value(ie, e)) { good = false; break; }
               Ets& o = out.ets.emplace();
               o.willing = e.willing;
               o.capability = e.ets_cap;
@@ -78,10 +64,10 @@ Result<IeeeConfig> decode_ieee_reply(std::span<const std::uint8_t> msg) {
               break;
             }
             case DCB_ATTR_IEEE_APP_TABLE:
-              if (!netlink::walk_nested(ie, [&](const nlattr* app) {
+              if (!netlink::for_each_attr(ie, [&](std::uint16_t app_type, netlink::Bytes app) {
                 dcb_app d;
-                if (mnl_attr_get_type(app) != DCB_ATTR_IEEE_APP) return;
-                if (!copy_struct(app, &d)) { good = false; return; }
+                if (app_type != DCB_ATTR_IEEE_APP) return;
+                if (!netlink::read_value(app, d)) { good = false; return; }
                 out.apps.push_back(App{d.selector, d.priority, d.protocol});
               }))
                 good = false;
@@ -99,16 +85,11 @@ Result<IeeeConfig> decode_ieee_reply(std::span<const std::uint8_t> msg) {
 }
 
 std::vector<std::uint8_t> build_ieee_get(const std::string& ifname) {
-  std::vector<std::uint8_t> buf(MNL_SOCKET_BUFFER_SIZE);
-  nlmsghdr* nlh = mnl_nlmsg_put_header(buf.data());
-  nlh->nlmsg_type = RTM_GETDCB;
-  nlh->nlmsg_flags = NLM_F_REQUEST;
-  auto* dm = static_cast<dcbmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(dcbmsg)));
-  dm->dcb_family = AF_UNSPEC;
-  dm->cmd = DCB_CMD_IEEE_GET;
-  mnl_attr_put_strz(nlh, DCB_ATTR_IFNAME, ifname.c_str());
-  buf.resize(nlh->nlmsg_len);
-  return buf;
+  dcbmsg dm{};
+  dm.dcb_family = AF_UNSPEC;
+  dm.cmd = DCB_CMD_IEEE_GET;
+  return netlink::build_request(RTM_GETDCB, &dm, sizeof dm,
+                                [&](nlmsghdr* nlh) { mnl_attr_put_strz(nlh, DCB_ATTR_IFNAME, ifname.c_str()); });
 }
 
 std::string_view selector_label(std::uint8_t selector) {
@@ -132,7 +113,7 @@ std::string_view tsa_label(std::uint8_t tsa) {
   }
 }
 
-Reader::Reader() : sock_(NETLINK_ROUTE) {}
+Reader::Reader(std::chrono::milliseconds receive_timeout) : sock_(NETLINK_ROUTE, receive_timeout) {}
 
 Result<IeeeConfig> Reader::read(const std::string& ifname) {
   auto reply = sock_.request(build_ieee_get(ifname));

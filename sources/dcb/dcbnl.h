@@ -5,19 +5,17 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "sources/ethtool/netlink.h"
-#include "sources/sysfs/read_result.h"
+#include "sources/common/result.h"
+#include "sources/netlink/socket.h"
 
 namespace rdma::dcb {
-
-using sysfs::ReadError;
-using sysfs::Result;
 
 inline constexpr int kPriorities = 8;  // IEEE_8021QAZ_MAX_TCS
 
@@ -63,7 +61,7 @@ std::string_view tsa_label(std::uint8_t tsa);            // "strict", "cbs", "et
 
 class Reader {
  public:
-  Reader();
+  explicit Reader(std::chrono::milliseconds receive_timeout);
   Result<IeeeConfig> read(const std::string& ifname);
 
  private:

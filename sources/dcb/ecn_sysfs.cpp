@@ -11,7 +11,7 @@ constexpr std::size_t kMaxParameters = 64;  // bounds the series even on a stran
 void read_role(const std::string& dir, EcnRole& role, EcnConfig& cfg) {
   auto entries = sysfs::list_dir(dir);
   if (!entries) {
-    if (entries.error != sysfs::ReadError::kNotFound) cfg.issues.emplace_back(dir, entries.error);
+    if (entries.error != ReadError::kNotFound) cfg.issues.emplace_back(dir, entries.error);
     return;
   }
   role.present = true;
@@ -22,7 +22,7 @@ void read_role(const std::string& dir, EcnRole& role, EcnConfig& cfg) {
       for (int p = 0; p < 8; ++p) {
         auto v = sysfs::read_u64(path + "/" + std::to_string(p));
         if (v) role.enabled[p] = v.value != 0 ? 1 : 0;
-        else if (v.error != sysfs::ReadError::kNotFound) cfg.issues.emplace_back(path + "/" + std::to_string(p), v.error);
+        else if (v.error != ReadError::kNotFound) cfg.issues.emplace_back(path + "/" + std::to_string(p), v.error);
       }
       continue;
     }

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "sources/sysfs/read_result.h"
+#include "sources/common/result.h"
 
 namespace rdma::dcb {
 
@@ -25,7 +25,7 @@ struct EcnConfig {
   EcnRole np;
   EcnRole rp;
   // Problems met on the way (unreadable or non-numeric files), for the error accounting.
-  std::vector<std::pair<std::string, sysfs::ReadError>> issues;
+  std::vector<std::pair<std::string, ReadError>> issues;
   bool present() const { return np.present || rp.present; }
   // 1 enabled in both roles, 0 disabled in one, -1 unknown (no file in either role).
   int enabled(int prio) const;

@@ -46,7 +46,7 @@ IoctlClient::~IoctlClient() {
 Result<unsigned> IoctlClient::ifindex(const std::string& ifname) {
   if (ifname.empty() || ifname.size() >= IFNAMSIZ) return Result<unsigned>::failure(ReadError::kInvalid, EINVAL);
   unsigned idx = if_nametoindex(ifname.c_str());
-  if (idx == 0) return Result<unsigned>::failure(errno == ENODEV || errno == ENXIO ? ReadError::kNotFound : sysfs::classify_errno(errno), errno);
+  if (idx == 0) return Result<unsigned>::failure(errno == ENODEV || errno == ENXIO ? ReadError::kNotFound : classify_errno(errno), errno);
   return Result<unsigned>::success(idx);
 }
 
@@ -67,7 +67,7 @@ int IoctlClient::call(const std::string& ifname, void* data) {
 Result<std::string> IoctlClient::driver(const std::string& ifname) {
   ethtool_drvinfo info{};
   info.cmd = ETHTOOL_GDRVINFO;
-  if (int err = call(ifname, &info)) return Result<std::string>::failure(sysfs::classify_errno(err), err);
+  if (int err = call(ifname, &info)) return Result<std::string>::failure(classify_errno(err), err);
   return Result<std::string>::success(std::string(info.driver, strnlen(info.driver, sizeof info.driver)));
 }
 
@@ -76,7 +76,7 @@ Result<std::size_t> IoctlClient::stats_count(const std::string& ifname) {
   auto* info = static_cast<ethtool_sset_info*>(buf.data());
   info->cmd = ETHTOOL_GSSET_INFO;
   info->sset_mask = 1ULL << ETH_SS_STATS;
-  if (int err = call(ifname, info)) return Result<std::size_t>::failure(sysfs::classify_errno(err), err);
+  if (int err = call(ifname, info)) return Result<std::size_t>::failure(classify_errno(err), err);
   if (!(info->sset_mask & (1ULL << ETH_SS_STATS))) return Result<std::size_t>::failure(ReadError::kNotSupported, EOPNOTSUPP);
   std::uint32_t n = 0;
   std::memcpy(&n, reinterpret_cast<const char*>(info) + sizeof(ethtool_sset_info), sizeof n);
@@ -90,7 +90,7 @@ Result<std::vector<std::string>> IoctlClient::stat_names(const std::string& ifna
   gs->cmd = ETHTOOL_GSTRINGS;
   gs->string_set = ETH_SS_STATS;
   gs->len = static_cast<std::uint32_t>(count);
-  if (int err = call(ifname, gs)) return R::failure(sysfs::classify_errno(err), err);
+  if (int err = call(ifname, gs)) return R::failure(classify_errno(err), err);
   if (gs->len != count) return R::failure(ReadError::kInvalid, 0);
   const auto* bytes = reinterpret_cast<const std::uint8_t*>(gs) + sizeof(ethtool_gstrings);
   return R::success(decode_strings({bytes, count * kStringLength}, count));
@@ -102,7 +102,7 @@ Result<std::vector<std::uint64_t>> IoctlClient::stat_values(const std::string& i
   auto* st = static_cast<ethtool_stats*>(buf.data());
   st->cmd = ETHTOOL_GSTATS;
   st->n_stats = static_cast<std::uint32_t>(count);
-  if (int err = call(ifname, st)) return R::failure(sysfs::classify_errno(err), err);
+  if (int err = call(ifname, st)) return R::failure(classify_errno(err), err);
   if (st->n_stats != count) return R::failure(ReadError::kInvalid, 0);
   std::vector<std::uint64_t> out(count);
   std::memcpy(out.data(), reinterpret_cast<const char*>(st) + sizeof(ethtool_stats), count * sizeof(std::uint64_t));

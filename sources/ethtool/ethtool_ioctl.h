@@ -10,12 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "sources/sysfs/read_result.h"
+#include "sources/common/result.h"
 
 namespace rdma::ethtool {
-
-using sysfs::ReadError;
-using sysfs::Result;
 
 inline constexpr std::size_t kStringLength = 32;  // ETH_GSTRING_LEN
 

@@ -146,7 +146,7 @@ std::shared_ptr<const HostModel> Discoverer::discover() const {
   auto devs = sysfs::list_names(class_dir);
   if (!devs) {
     // No RDMA subsystem at all is normal (not an issue); anything else is.
-    if (devs.error != sysfs::ReadError::kNotFound) host->issues.push_back({class_dir, devs.error});
+    if (devs.error != ReadError::kNotFound) host->issues.push_back({class_dir, devs.error});
     return host;
   }
   for (auto& name : devs.value) {

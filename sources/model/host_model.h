@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sources/sysfs/read_result.h"
+#include "sources/common/result.h"
 
 namespace rdma::model {
 
@@ -41,7 +41,7 @@ struct DeviceModel {
 // A problem met during discovery, for the scrape's error accounting.
 struct DiscoveryIssue {
   std::string path;
-  sysfs::ReadError error;
+  ReadError error;
 };
 
 struct HostModel {

@@ -3,6 +3,7 @@
 // resource tracker's QPs the way `rdma resource show qp` does. It only reads: it never sends STAT_SET/STAT_DEL, so counter configuration is never changed.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -11,8 +12,7 @@
 #include <vector>
 
 #include "sources/netlink/rdma_stat.h"
-
-struct mnl_socket;
+#include "sources/netlink/socket.h"
 
 namespace rdma::netlink {
 
@@ -33,12 +33,10 @@ struct ResourceReply {
 
 class Client {
  public:
-  // Opens and binds a NETLINK_RDMA socket. nullptr and `err` set (EPROTONOSUPPORT: the kernel
-  // has no RDMA netlink, e.g. ib_core not loaded) when it cannot.
-  static std::unique_ptr<Client> open(int& err);
-  ~Client();
-  Client(const Client&) = delete;
-  Client& operator=(const Client&) = delete;
+  // Opens and binds a NETLINK_RDMA socket whose waits for an answer last at most
+  // `receive_timeout`. nullptr and `err` set (EPROTONOSUPPORT: the kernel has no RDMA netlink,
+  // e.g. ib_core not loaded) when it cannot.
+  static std::unique_ptr<Client> open(std::chrono::milliseconds receive_timeout, int& err);
 
   // The port's counters. Device names are resolved to the kernel's device index with one
   // CMD_GET dump, cached, and refreshed when a name is unknown or a reply names another device.
@@ -50,27 +48,25 @@ class Client {
   ResourceReply read_resources();
 
   // Requests sent so far (STAT_GET and device dumps).
-  std::uint64_t requests() const { return requests_; }
+  std::uint64_t requests() const { return sock_.requests(); }
 
  private:
-  explicit Client(mnl_socket* s);
-  // Sends one request and collects the replies with its sequence number until the ACK/DONE.
-  int transact(const std::vector<std::uint8_t>& request, std::uint32_t seq, Decoded& out);
+  explicit Client(std::chrono::milliseconds receive_timeout) : sock_(kNetlinkRdma, receive_timeout) {}
+  // Sends one request and decodes the replies to it until the ACK/DONE (EBADMSG: one is
+  // malformed; else the kernel's errno).
+  int transact(std::vector<std::uint8_t> request, Decoded& out);
   int refresh_devices();
   // The device's index, refreshing the cache when `refresh` or the name is unknown; ENODEV when
   // the kernel does not know the name.
   int device_index(const std::string& device, bool refresh, std::uint32_t& index);
-  using Encoder = std::function<std::vector<std::uint8_t>(std::uint32_t seq, std::uint32_t index)>;
+  using Encoder = std::function<std::vector<std::uint8_t>(std::uint32_t index)>;
   using Answered = std::function<bool(const Decoded&)>;  // the replies name the device asked for
   // One request for `device` by its cached index; when the answer shows the index is stale
   // (EINVAL/ENODEV, or not `answered`), refreshes the index and retries once. EBADMSG when the
   // retry is not answered either.
   int device_request(const std::string& device, const Encoder& encode, const Answered& answered, Decoded& out);
 
-  mnl_socket* sock_;
-  std::uint32_t portid_ = 0;
-  std::uint32_t seq_ = 0;
-  std::uint64_t requests_ = 0;
+  Socket sock_;
   std::map<std::string, std::uint32_t, std::less<>> index_;
 };
 

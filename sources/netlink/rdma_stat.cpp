@@ -1,5 +1,7 @@
 #include "sources/netlink/rdma_stat.h"
 
+#include "sources/netlink/message.h"
+
 #include <linux/netlink.h>
 #include <rdma/rdma_netlink.h>
 
@@ -30,148 +32,108 @@ namespace {
 
 constexpr std::size_t kHdr = sizeof(nlmsghdr);      // 16
 constexpr std::size_t kAttrHdr = sizeof(nlattr);    // 4
-constexpr std::size_t align4(std::size_t n) { return (n + 3) & ~std::size_t{3}; }
 
-template <class T>
-T load(const std::uint8_t* p) {
+// Decodes `p` with decode(p, T&) and appends the value to `list` when it is well formed (the
+// entries of a reply, the replies of a buffer).
+template <class T, class Decode>
+bool append_to(std::vector<T>& list, Bytes p, Decode decode) {
   T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-// Iterates the attributes of [p, p+len). Calls f(type without flags, payload, payload length)
-// for each; returns false when an attribute overruns the buffer.
-template <class F>
-bool for_each_attr(const std::uint8_t* p, std::size_t len, F&& f) {
-  std::size_t off = 0;
-  while (off + kAttrHdr <= len) {
-    const auto alen = load<std::uint16_t>(p + off);
-    const auto type = static_cast<std::uint16_t>(load<std::uint16_t>(p + off + 2) & NLA_TYPE_MASK);
-    if (alen < kAttrHdr || alen > len - off) return false;
-    f(type, p + off + kAttrHdr, static_cast<std::size_t>(alen - kAttrHdr));
-    off += align4(alen);
-  }
-  return true;  // trailing bytes shorter than an attribute header are padding
-}
-
-bool get_u32(const std::uint8_t* p, std::size_t n, std::uint32_t& out) {
-  if (n < 4) return false;
-  out = load<std::uint32_t>(p);
+  if (!decode(p, v)) return false;
+  list.push_back(std::move(v));
   return true;
 }
 
-// NLA_NUL_STRING: up to the first NUL; a string without NUL is taken whole.
-std::string get_str(const std::uint8_t* p, std::size_t n) {
-  const void* nul = std::memchr(p, 0, n);
-  return std::string(reinterpret_cast<const char*>(p), nul ? static_cast<const std::uint8_t*>(nul) - p : n);
+// The shape of every per-device reply: DEV_INDEX, DEV_NAME and one nested `list` attribute whose
+// `entry` attributes are decoded by decode(payload, T&) into `entries`. Other attributes go to
+// `other(type, payload)`. False when an attribute overruns, an entry is malformed or DEV_INDEX
+// is missing.
+template <class Reply, class T, class Decode, class Other>
+bool decode_device_reply(Bytes body, std::uint16_t list, std::uint16_t entry, Reply& out, std::vector<T>& entries,
+                         Decode decode, Other&& other) {
+  bool has_dev = false, entries_ok = true;
+  const bool ok = for_each_attr(body, [&](std::uint16_t t, Bytes v) {
+    if (t == kAttrDevIndex) has_dev = read_value(v, out.dev_index);
+    else if (t == kAttrDevName) out.dev_name = read_string(v);
+    else if (t == list) {
+      entries_ok = for_each_attr(v, [&](std::uint16_t et, Bytes ev) {
+                     if (et == entry && !append_to(entries, ev, decode)) entries_ok = false;
+                   }) && entries_ok;
+    } else {
+      other(t, v);
+    }
+  });
+  return ok && entries_ok && has_dev;
 }
 
-bool decode_entry(const std::uint8_t* p, std::size_t n, HwCounter& out) {
+constexpr auto kNoOther = [](std::uint16_t, Bytes) {};
+
+bool decode_counter(Bytes p, HwCounter& out) {
   bool has_name = false, has_value = false;
-  const bool ok = for_each_attr(p, n, [&](std::uint16_t t, const std::uint8_t* v, std::size_t vn) {
+  const bool ok = for_each_attr(p, [&](std::uint16_t t, Bytes v) {
     if (t == kAttrStatHwCounterEntryName) {
-      out.name = get_str(v, vn);
+      out.name = read_string(v);
       has_name = true;
-    } else if (t == kAttrStatHwCounterEntryValue && vn >= 8) {
-      out.value = load<std::uint64_t>(v);
-      has_value = true;
+    } else if (t == kAttrStatHwCounterEntryValue) {
+      has_value = read_value(v, out.value);
     }
   });
   return ok && has_name && has_value && !out.name.empty();
 }
 
-bool decode_stat(const std::uint8_t* p, std::size_t n, PortStats& out) {
-  bool has_dev = false, has_port = false, entries_ok = true;
-  const bool ok = for_each_attr(p, n, [&](std::uint16_t t, const std::uint8_t* v, std::size_t vn) {
-    if (t == kAttrDevIndex) has_dev = get_u32(v, vn, out.dev_index);
-    else if (t == kAttrDevName) out.dev_name = get_str(v, vn);
-    else if (t == kAttrPortIndex) has_port = get_u32(v, vn, out.port);
-    else if (t == kAttrStatHwCounters) {
-      entries_ok = for_each_attr(v, vn, [&](std::uint16_t et, const std::uint8_t* ev, std::size_t evn) {
-                     if (et != kAttrStatHwCounterEntry) return;
-                     HwCounter c;
-                     if (decode_entry(ev, evn, c)) out.counters.push_back(std::move(c));
-                     else entries_ok = false;
-                   }) && entries_ok;
-    }
-  });
-  return ok && entries_ok && has_dev && has_port;
+bool decode_stat(Bytes p, PortStats& out) {
+  bool has_port = false;
+  const bool ok = decode_device_reply(p, kAttrStatHwCounters, kAttrStatHwCounterEntry, out, out.counters, decode_counter,
+                                      [&](std::uint16_t t, Bytes v) {
+                                        if (t == kAttrPortIndex) has_port = read_value(v, out.port);
+                                      });
+  return ok && has_port;
 }
 
-bool decode_device(const std::uint8_t* p, std::size_t n, DeviceEntry& out) {
+bool decode_device(Bytes p, DeviceEntry& out) {
   bool has_index = false, has_name = false;
-  const bool ok = for_each_attr(p, n, [&](std::uint16_t t, const std::uint8_t* v, std::size_t vn) {
-    if (t == kAttrDevIndex) has_index = get_u32(v, vn, out.index);
+  const bool ok = for_each_attr(p, [&](std::uint16_t t, Bytes v) {
+    if (t == kAttrDevIndex) has_index = read_value(v, out.index);
     else if (t == kAttrDevName) {
-      out.name = get_str(v, vn);
+      out.name = read_string(v);
       has_name = !out.name.empty();
     }
   });
   return ok && has_index && has_name;
 }
 
-bool get_u8(const std::uint8_t* p, std::size_t n, std::uint8_t& out) {
-  if (n < 1) return false;
-  out = *p;
-  return true;
-}
-
-bool decode_qp(const std::uint8_t* p, std::size_t n, QpEntry& out) {
+bool decode_qp(Bytes p, QpEntry& out) {
   bool has_lqpn = false, fields_ok = true;
-  const bool ok = for_each_attr(p, n, [&](std::uint16_t t, const std::uint8_t* v, std::size_t vn) {
-    if (t == kAttrPortIndex) fields_ok = get_u32(v, vn, out.port) && fields_ok;
-    else if (t == kAttrResLqpn) has_lqpn = get_u32(v, vn, out.lqpn);
-    else if (t == kAttrResType) fields_ok = get_u8(v, vn, out.type) && fields_ok;
-    else if (t == kAttrResState) fields_ok = get_u8(v, vn, out.state) && fields_ok;
-    else if (t == kAttrResPid) fields_ok = get_u32(v, vn, out.pid) && fields_ok;
-    else if (t == kAttrResKernName) out.kern_name = get_str(v, vn);
+  const bool ok = for_each_attr(p, [&](std::uint16_t t, Bytes v) {
+    if (t == kAttrPortIndex) fields_ok = read_value(v, out.port) && fields_ok;
+    else if (t == kAttrResLqpn) has_lqpn = read_value(v, out.lqpn);
+    else if (t == kAttrResType) fields_ok = read_value(v, out.type) && fields_ok;
+    else if (t == kAttrResState) fields_ok = read_value(v, out.state) && fields_ok;
+    else if (t == kAttrResPid) fields_ok = read_value(v, out.pid) && fields_ok;
+    else if (t == kAttrResKernName) out.kern_name = read_string(v);
   });
   return ok && fields_ok && has_lqpn;
 }
 
-bool decode_qps(const std::uint8_t* p, std::size_t n, DeviceQps& out) {
-  bool has_dev = false, entries_ok = true;
-  const bool ok = for_each_attr(p, n, [&](std::uint16_t t, const std::uint8_t* v, std::size_t vn) {
-    if (t == kAttrDevIndex) has_dev = get_u32(v, vn, out.dev_index);
-    else if (t == kAttrDevName) out.dev_name = get_str(v, vn);
-    else if (t == kAttrResQp) {
-      entries_ok = for_each_attr(v, vn, [&](std::uint16_t et, const std::uint8_t* ev, std::size_t evn) {
-                     if (et != kAttrResQpEntry) return;
-                     QpEntry q;
-                     if (decode_qp(ev, evn, q)) out.qps.push_back(std::move(q));
-                     else entries_ok = false;
-                   }) && entries_ok;
-    }
-  });
-  return ok && entries_ok && has_dev && !out.dev_name.empty();
+bool decode_qps(Bytes p, DeviceQps& out) {
+  return decode_device_reply(p, kAttrResQp, kAttrResQpEntry, out, out.qps, decode_qp, kNoOther) && !out.dev_name.empty();
 }
 
-bool decode_summary(const std::uint8_t* p, std::size_t n, ResourceSummary& out) {
-  bool has_dev = false, entries_ok = true;
-  const bool ok = for_each_attr(p, n, [&](std::uint16_t t, const std::uint8_t* v, std::size_t vn) {
-    if (t == kAttrDevIndex) has_dev = get_u32(v, vn, out.dev_index);
-    else if (t == kAttrDevName) out.dev_name = get_str(v, vn);
-    else if (t == kAttrResSummary) {
-      entries_ok = for_each_attr(v, vn, [&](std::uint16_t et, const std::uint8_t* ev, std::size_t evn) {
-                     if (et != kAttrResSummaryEntry) return;
-                     std::string name;
-                     std::uint64_t curr = 0;
-                     bool has_name = false, has_curr = false;
-                     const bool eok = for_each_attr(ev, evn, [&](std::uint16_t ft, const std::uint8_t* fv, std::size_t fn) {
-                       if (ft == kAttrResSummaryEntryName) {
-                         name = get_str(fv, fn);
-                         has_name = !name.empty();
-                       } else if (ft == kAttrResSummaryEntryCurr && fn >= 8) {
-                         curr = load<std::uint64_t>(fv);
-                         has_curr = true;
-                       }
-                     });
-                     if (eok && has_name && has_curr) out.counts.emplace_back(std::move(name), curr);
-                     else entries_ok = false;
-                   }) && entries_ok;
+bool decode_summary_entry(Bytes p, std::pair<std::string, std::uint64_t>& out) {
+  bool has_name = false, has_curr = false;
+  const bool ok = for_each_attr(p, [&](std::uint16_t t, Bytes v) {
+    if (t == kAttrResSummaryEntryName) {
+      out.first = read_string(v);
+      has_name = !out.first.empty();
+    } else if (t == kAttrResSummaryEntryCurr) {
+      has_curr = read_value(v, out.second);
     }
   });
-  return ok && entries_ok && has_dev && !out.dev_name.empty();
+  return ok && has_name && has_curr;
+}
+
+bool decode_summary(Bytes p, ResourceSummary& out) {
+  return decode_device_reply(p, kAttrResSummary, kAttrResSummaryEntry, out, out.counts, decode_summary_entry, kNoOther) &&
+         !out.dev_name.empty();
 }
 
 }  // namespace
@@ -179,49 +141,31 @@ bool decode_summary(const std::uint8_t* p, std::size_t n, ResourceSummary& out) 
 Decoded decode_messages(const std::uint8_t* data, std::size_t len) {
   Decoded d;
   if (data == nullptr) return d;
-  std::size_t off = 0;
-  while (off + kHdr <= len) {
-    const auto h = load<nlmsghdr>(data + off);
-    if (h.nlmsg_len < kHdr || h.nlmsg_len > len - off) {
-      d.malformed = true;
-      return d;
-    }
-    d.seqs.push_back(h.nlmsg_seq);
-    const std::uint8_t* body = data + off + kHdr;
-    const std::size_t blen = h.nlmsg_len - kHdr;
-    if (h.nlmsg_type == NLMSG_DONE) {
+  const bool whole = for_each_message(Bytes(data, len), [&](const Message& m) {
+    d.seqs.push_back(m.header.nlmsg_seq);
+    const Bytes body = m.payload();
+    auto take = [&](auto& list, auto decode) {
+      if (!append_to(list, body, decode)) d.malformed = true;
+    };
+    const std::uint16_t type = m.header.nlmsg_type;
+    if (type == NLMSG_DONE) {
       d.done = true;
-    } else if (h.nlmsg_type == NLMSG_ERROR) {
+    } else if (type == NLMSG_ERROR) {
       d.done = true;
-      if (blen < sizeof(int)) d.malformed = true;
-      else {
-        const int e = load<int>(body);
-        // The kernel writes -errno, errno <= 4095 (MAX_ERRNO); anything else (INT_MIN would
-        // overflow the negation) is not a kernel error code.
-        if (e < 0 && e >= -4095) d.error = -e;
-        else if (e != 0) d.malformed = true;
-      }
-    } else if (h.nlmsg_type == nldev_type(kCmdStatGet)) {
-      PortStats s;
-      if (decode_stat(body, blen, s)) d.stats.push_back(std::move(s));
+      if (auto e = error_code(m)) d.error = *e;
       else d.malformed = true;
-    } else if (h.nlmsg_type == nldev_type(kCmdGet)) {
-      DeviceEntry e;
-      if (decode_device(body, blen, e)) d.devices.push_back(std::move(e));
-      else d.malformed = true;
-    } else if (h.nlmsg_type == nldev_type(kCmdResQpGet)) {
-      DeviceQps q;
-      if (decode_qps(body, blen, q)) d.qps.push_back(std::move(q));
-      else d.malformed = true;
-    } else if (h.nlmsg_type == nldev_type(kCmdResGet)) {
-      ResourceSummary r;
-      if (decode_summary(body, blen, r)) d.resources.push_back(std::move(r));
-      else d.malformed = true;
+    } else if (type == nldev_type(kCmdStatGet)) {
+      take(d.stats, decode_stat);
+    } else if (type == nldev_type(kCmdGet)) {
+      take(d.devices, decode_device);
+    } else if (type == nldev_type(kCmdResQpGet)) {
+      take(d.qps, decode_qps);
+    } else if (type == nldev_type(kCmdResGet)) {
+      take(d.resources, decode_summary);
     }
     // NLMSG_NOOP, NLMSG_OVERRUN and other types: ignored.
-    off += align4(h.nlmsg_len);
-  }
-  if (off < len) d.malformed = true;  // a truncated message at the end
+  });
+  if (!whole) d.malformed = true;  // a message overruns the buffer, or a truncated one at the end
   return d;
 }
 

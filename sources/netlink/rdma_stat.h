@@ -116,7 +116,8 @@ struct Decoded {
 // Decodes every message in [data, data+len). Total: any byte string gives a result.
 Decoded decode_messages(const std::uint8_t* data, std::size_t len);
 
-// Request encoders (NLM_F_REQUEST | NLM_F_ACK; the device list also NLM_F_DUMP).
+// Request encoders (NLM_F_REQUEST | NLM_F_ACK; the device list also NLM_F_DUMP). Socket::transact
+// numbers what it sends itself: the client passes seq 0.
 std::vector<std::uint8_t> encode_stat_get(std::uint32_t seq, std::uint32_t dev_index, std::uint32_t port);
 std::vector<std::uint8_t> encode_dev_dump(std::uint32_t seq);
 std::vector<std::uint8_t> encode_qp_dump(std::uint32_t seq, std::uint32_t dev_index);

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "sources/sysfs/parse.h"
-#include "sources/sysfs/read_result.h"
+#include "sources/common/result.h"
 #include "sources/sysfs/reader.h"
 
 namespace rdma::sysfs {

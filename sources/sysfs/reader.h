@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "sources/sysfs/read_result.h"
+#include "sources/common/result.h"
 
 namespace rdma::sysfs {
 

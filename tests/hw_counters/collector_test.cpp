@@ -170,7 +170,7 @@ TEST_CASE("a bulk (netlink) read gives the same output as sysfs, with one reques
   for (const char* dev : {"rxe0", "rxe1"}) {
     BulkPortReader::Reply r;
     // netlink lists counters in the driver's order, without lifespan
-    for (const auto& [n, v] : rxe) r.counters.push_back({n, rdma::sysfs::Result<std::uint64_t>::success(v)});
+    for (const auto& [n, v] : rxe) r.counters.push_back({n, rdma::Result<std::uint64_t>::success(v)});
     bulk->replies[{dev, 1}] = r;
   }
   FakeBulk* fb = bulk.get();
@@ -202,9 +202,9 @@ TEST_CASE("netlink-only optional counters are exported and normalised, a failed 
   t.port_counter("mlx5_1", 1, "lifespan", 10);
   auto bulk = std::make_unique<FakeBulk>();
   BulkPortReader::Reply r;
-  r.counters = {{"out_of_sequence", rdma::sysfs::Result<std::uint64_t>::success(4)},
-                {"cc_rx_ce_pkts", rdma::sysfs::Result<std::uint64_t>::success(77)},
-                {"rdma_tx_packets", rdma::sysfs::Result<std::uint64_t>::success(k2p63)}};
+  r.counters = {{"out_of_sequence", rdma::Result<std::uint64_t>::success(4)},
+                {"cc_rx_ce_pkts", rdma::Result<std::uint64_t>::success(77)},
+                {"rdma_tx_packets", rdma::Result<std::uint64_t>::success(k2p63)}};
   bulk->replies[{"mlx5_0", 1}] = r;  // mlx5_1: EINVAL
   Settings st;
   st.netlink = NetlinkMode::kAuto;

@@ -84,7 +84,7 @@ TEST_CASE("ECN files: enable per priority and role, DCQCN parameters", "[fixture
   CHECK(cfg.enabled(5) == 0);  // rp on, np off
   CHECK(cfg.enabled(0) == 0);
   REQUIRE(cfg.issues.size() == 1);
-  CHECK(cfg.issues[0].second == sysfs::ReadError::kMalformed);
+  CHECK(cfg.issues[0].second == ReadError::kMalformed);
 
   const Labels base{{"device", "mlx5_0"}, {"port", "1"}, {"netdev", "ens1f0np0"}};
   MetricSink out;

@@ -2,6 +2,7 @@
 // whole structs in attributes), error replies, and robustness on cut and mutated bytes.
 #include <catch2/catch.hpp>
 
+#include <libmnl/libmnl.h>
 #include <linux/dcbnl.h>
 #include <linux/ethtool_netlink.h>
 #include <linux/genetlink.h>
@@ -13,7 +14,8 @@
 
 #include "collectors/netdev/netdev_metrics.h"
 #include "sources/dcb/dcbnl.h"
-#include "sources/ethtool/netlink.h"
+#include "sources/ethtool/ethtool_netlink.h"
+#include "sources/netlink/genetlink.h"
 #include "tests/netdev/helpers.h"
 
 using namespace rdma;
@@ -31,69 +33,67 @@ std::vector<std::uint8_t> ieee_reply(const DcbSpec& spec = {}) {
   dcbmsg dm{};
   dm.dcb_family = AF_UNSPEC;
   dm.cmd = DCB_CMD_IEEE_GET;
-  ndtest::MessageBuilder b(RTM_GETDCB, &dm, sizeof dm);
-  nlmsghdr* nlh = b.nlh();
-  mnl_attr_put_strz(nlh, DCB_ATTR_IFNAME, "ens1f0np0");
-  nlattr* ieee = mnl_attr_nest_start(nlh, DCB_ATTR_IEEE);
-  if (spec.ets) {
-    ieee_ets e{};
-    e.willing = 1;
-    e.ets_cap = 8;
-    for (int i = 0; i < 8; ++i) {
-      e.prio_tc[i] = static_cast<std::uint8_t>(i == 3 ? 1 : 0);
-      e.tc_tsa[i] = IEEE_8021QAZ_TSA_ETS;
+  return netlink::build_request(RTM_GETDCB, &dm, sizeof dm, [&](nlmsghdr* nlh) {
+    mnl_attr_put_strz(nlh, DCB_ATTR_IFNAME, "ens1f0np0");
+    nlattr* ieee = mnl_attr_nest_start(nlh, DCB_ATTR_IEEE);
+    if (spec.ets) {
+      ieee_ets e{};
+      e.willing = 1;
+      e.ets_cap = 8;
+      for (int i = 0; i < 8; ++i) {
+        e.prio_tc[i] = static_cast<std::uint8_t>(i == 3 ? 1 : 0);
+        e.tc_tsa[i] = IEEE_8021QAZ_TSA_ETS;
+      }
+      e.tc_tx_bw[0] = 50;
+      e.tc_tx_bw[1] = 50;
+      e.tc_tsa[7] = IEEE_8021QAZ_TSA_STRICT;
+      mnl_attr_put(nlh, DCB_ATTR_IEEE_ETS, sizeof e, &e);
     }
-    e.tc_tx_bw[0] = 50;
-    e.tc_tx_bw[1] = 50;
-    e.tc_tsa[7] = IEEE_8021QAZ_TSA_STRICT;
-    mnl_attr_put(nlh, DCB_ATTR_IEEE_ETS, sizeof e, &e);
-  }
-  if (spec.pfc) {
-    ieee_pfc p{};
-    p.pfc_cap = 8;
-    p.pfc_en = 1u << 3;
-    p.delay = 32;
-    for (int i = 0; i < 8; ++i) {
-      p.requests[i] = 100 + static_cast<std::uint64_t>(i);
-      p.indications[i] = 200 + static_cast<std::uint64_t>(i);
+    if (spec.pfc) {
+      ieee_pfc p{};
+      p.pfc_cap = 8;
+      p.pfc_en = 1u << 3;
+      p.delay = 32;
+      for (int i = 0; i < 8; ++i) {
+        p.requests[i] = 100 + static_cast<std::uint64_t>(i);
+        p.indications[i] = 200 + static_cast<std::uint64_t>(i);
+      }
+      p.requests[3] = UINT64_MAX;
+      mnl_attr_put(nlh, DCB_ATTR_IEEE_PFC, spec.pfc_len, &p);
     }
-    p.requests[3] = UINT64_MAX;
-    mnl_attr_put(nlh, DCB_ATTR_IEEE_PFC, spec.pfc_len, &p);
-  }
-  if (spec.apps) {
-    nlattr* table = mnl_attr_nest_start(nlh, DCB_ATTR_IEEE_APP_TABLE);
-    dcb_app dscp{IEEE_8021QAZ_APP_SEL_DSCP, 3, 26};
-    dcb_app udp{IEEE_8021QAZ_APP_SEL_DGRAM, 3, 4791};
-    mnl_attr_put(nlh, DCB_ATTR_IEEE_APP, sizeof dscp, &dscp);
-    mnl_attr_put(nlh, DCB_ATTR_IEEE_APP, sizeof udp, &udp);
-    mnl_attr_put(nlh, DCB_ATTR_IEEE_APP, sizeof udp, &udp);  // a duplicate entry: one series
-    mnl_attr_nest_end(nlh, table);
-  }
-  mnl_attr_nest_end(nlh, ieee);
-  if (spec.dcbx) mnl_attr_put_u8(nlh, DCB_ATTR_DCBX, DCB_CAP_DCBX_HOST | DCB_CAP_DCBX_VER_IEEE);
-  return b.bytes();
+    if (spec.apps) {
+      nlattr* table = mnl_attr_nest_start(nlh, DCB_ATTR_IEEE_APP_TABLE);
+      dcb_app dscp{IEEE_8021QAZ_APP_SEL_DSCP, 3, 26};
+      dcb_app udp{IEEE_8021QAZ_APP_SEL_DGRAM, 3, 4791};
+      mnl_attr_put(nlh, DCB_ATTR_IEEE_APP, sizeof dscp, &dscp);
+      mnl_attr_put(nlh, DCB_ATTR_IEEE_APP, sizeof udp, &udp);
+      mnl_attr_put(nlh, DCB_ATTR_IEEE_APP, sizeof udp, &udp);  // a duplicate entry: one series
+      mnl_attr_nest_end(nlh, table);
+    }
+    mnl_attr_nest_end(nlh, ieee);
+    if (spec.dcbx) mnl_attr_put_u8(nlh, DCB_ATTR_DCBX, DCB_CAP_DCBX_HOST | DCB_CAP_DCBX_VER_IEEE);
+  });
 }
 
 std::vector<std::uint8_t> pause_reply(std::optional<std::uint64_t> tx, std::optional<std::uint64_t> rx) {
   genlmsghdr g{};
   g.cmd = ETHTOOL_MSG_PAUSE_GET_REPLY;
   g.version = ETHTOOL_GENL_VERSION;
-  ndtest::MessageBuilder b(27, &g, sizeof g);
-  nlmsghdr* nlh = b.nlh();
-  nlattr* hdr = mnl_attr_nest_start(nlh, ETHTOOL_A_PAUSE_HEADER);
-  mnl_attr_put_u32(nlh, ETHTOOL_A_HEADER_DEV_INDEX, 4);
-  mnl_attr_put_strz(nlh, ETHTOOL_A_HEADER_DEV_NAME, "ens1f0np0");
-  mnl_attr_nest_end(nlh, hdr);
-  mnl_attr_put_u8(nlh, ETHTOOL_A_PAUSE_AUTONEG, 0);
-  mnl_attr_put_u8(nlh, ETHTOOL_A_PAUSE_RX, 1);
-  mnl_attr_put_u8(nlh, ETHTOOL_A_PAUSE_TX, 1);
-  if (tx || rx) {
-    nlattr* st = mnl_attr_nest_start(nlh, ETHTOOL_A_PAUSE_STATS);
-    if (tx) mnl_attr_put_u64(nlh, ETHTOOL_A_PAUSE_STAT_TX_FRAMES, *tx);
-    if (rx) mnl_attr_put_u64(nlh, ETHTOOL_A_PAUSE_STAT_RX_FRAMES, *rx);
-    mnl_attr_nest_end(nlh, st);
-  }
-  return b.bytes();
+  return netlink::build_request(27, &g, sizeof g, [&](nlmsghdr* nlh) {
+    nlattr* hdr = mnl_attr_nest_start(nlh, ETHTOOL_A_PAUSE_HEADER);
+    mnl_attr_put_u32(nlh, ETHTOOL_A_HEADER_DEV_INDEX, 4);
+    mnl_attr_put_strz(nlh, ETHTOOL_A_HEADER_DEV_NAME, "ens1f0np0");
+    mnl_attr_nest_end(nlh, hdr);
+    mnl_attr_put_u8(nlh, ETHTOOL_A_PAUSE_AUTONEG, 0);
+    mnl_attr_put_u8(nlh, ETHTOOL_A_PAUSE_RX, 1);
+    mnl_attr_put_u8(nlh, ETHTOOL_A_PAUSE_TX, 1);
+    if (tx || rx) {
+      nlattr* st = mnl_attr_nest_start(nlh, ETHTOOL_A_PAUSE_STATS);
+      if (tx) mnl_attr_put_u64(nlh, ETHTOOL_A_PAUSE_STAT_TX_FRAMES, *tx);
+      if (rx) mnl_attr_put_u64(nlh, ETHTOOL_A_PAUSE_STAT_RX_FRAMES, *rx);
+      mnl_attr_nest_end(nlh, st);
+    }
+  });
 }
 
 }  // namespace
@@ -147,20 +147,19 @@ TEST_CASE("dcbnl reply without APP table trusts PCP, partial replies decode", "[
 
 TEST_CASE("dcbnl errors: EOPNOTSUPP, short struct, wrong command, garbage", "[fixtures]") {
   auto e = dcb::decode_ieee_reply(ndtest::error_message(EOPNOTSUPP));
-  CHECK(e.error == sysfs::ReadError::kNotSupported);
+  CHECK(e.error == ReadError::kNotSupported);
   CHECK(e.sys_errno == EOPNOTSUPP);
-  CHECK(dcb::decode_ieee_reply(ieee_reply({.pfc_len = 8})).error == sysfs::ReadError::kMalformed);
+  CHECK(dcb::decode_ieee_reply(ieee_reply({.pfc_len = 8})).error == ReadError::kMalformed);
   dcbmsg dm{};
   dm.cmd = DCB_CMD_GSTATE;
-  ndtest::MessageBuilder other(RTM_GETDCB, &dm, sizeof dm);
-  CHECK(dcb::decode_ieee_reply(other.bytes()).error == sysfs::ReadError::kMalformed);
-  CHECK(dcb::decode_ieee_reply({}).error == sysfs::ReadError::kMalformed);
+  CHECK(dcb::decode_ieee_reply(netlink::build_request(RTM_GETDCB, &dm, sizeof dm)).error == ReadError::kMalformed);
+  CHECK(dcb::decode_ieee_reply({}).error == ReadError::kMalformed);
   std::vector<std::uint8_t> junk(7, 0xff);
-  CHECK(dcb::decode_ieee_reply(junk).error == sysfs::ReadError::kMalformed);
+  CHECK(dcb::decode_ieee_reply(junk).error == ReadError::kMalformed);
 }
 
 TEST_CASE("ethtool netlink pause reply: standard statistics", "[fixtures]") {
-  auto r = netlink::decode_pause_reply(pause_reply(UINT64_MAX, 42));
+  auto r = ethtool::decode_pause_reply(pause_reply(UINT64_MAX, 42));
   REQUIRE(r.ok());
   CHECK(r.value.tx_frames == UINT64_MAX);
   CHECK(r.value.rx_frames == 42);
@@ -170,24 +169,24 @@ TEST_CASE("ethtool netlink pause reply: standard statistics", "[fixtures]") {
   CHECK(find(out, "rdma_netdev_link_pause_frames_total", with({{"direction", "rx"}}))->u64() == 42);
 
   // A driver with pause settings but no statistics: no nest, nothing exported.
-  auto none = netlink::decode_pause_reply(pause_reply(std::nullopt, std::nullopt));
+  auto none = ethtool::decode_pause_reply(pause_reply(std::nullopt, std::nullopt));
   REQUIRE(none.ok());
   MetricSink empty;
   CHECK_FALSE(collectors::netdev::emit_link_pause(kBase, none.value, empty));
   CHECK(empty.sample_count() == 0);
-  CHECK(netlink::decode_pause_reply(ndtest::error_message(EOPNOTSUPP)).error == sysfs::ReadError::kNotSupported);
+  CHECK(ethtool::decode_pause_reply(ndtest::error_message(EOPNOTSUPP)).error == ReadError::kNotSupported);
 }
 
 TEST_CASE("generic netlink family id", "[fixtures]") {
   genlmsghdr g{};
   g.cmd = CTRL_CMD_NEWFAMILY;
-  ndtest::MessageBuilder b(GENL_ID_CTRL, &g, sizeof g);
-  mnl_attr_put_strz(b.nlh(), CTRL_ATTR_FAMILY_NAME, "ethtool");
-  mnl_attr_put_u16(b.nlh(), CTRL_ATTR_FAMILY_ID, 27);
-  auto id = netlink::decode_family_id(b.bytes());
+  auto id = netlink::decode_family_id(netlink::build_request(GENL_ID_CTRL, &g, sizeof g, [](nlmsghdr* nlh) {
+    mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME, "ethtool");
+    mnl_attr_put_u16(nlh, CTRL_ATTR_FAMILY_ID, 27);
+  }));
   REQUIRE(id.ok());
   CHECK(id.value == 27);
-  CHECK(netlink::decode_family_id(ndtest::error_message(ENOENT)).error == sysfs::ReadError::kMalformed);
+  CHECK(netlink::decode_family_id(ndtest::error_message(ENOENT)).error == ReadError::kMalformed);
 }
 
 TEST_CASE("request builders carry the interface name", "[unit]") {
@@ -196,7 +195,7 @@ TEST_CASE("request builders carry the interface name", "[unit]") {
   CHECK(nlh->nlmsg_type == RTM_GETDCB);
   CHECK(nlh->nlmsg_len == req.size());
   CHECK(std::string(reinterpret_cast<const char*>(req.data()), req.size()).find("eth7") != std::string::npos);
-  auto pause = netlink::build_pause_get(27, "eth7");
+  auto pause = ethtool::build_pause_get(27, "eth7");
   CHECK(reinterpret_cast<const nlmsghdr*>(pause.data())->nlmsg_type == 27);
 }
 
@@ -208,14 +207,14 @@ TEST_CASE("decoders survive cut and mutated messages", "[fixtures]") {
     for (std::size_t n = 0; n < valid.size(); ++n) {
       std::vector<std::uint8_t> cut(valid.begin(), valid.begin() + static_cast<std::ptrdiff_t>(n));
       (void)dcb::decode_ieee_reply(cut);
-      (void)netlink::decode_pause_reply(cut);
+      (void)ethtool::decode_pause_reply(cut);
     }
     for (int round = 0; round < 3000; ++round) {
       auto m = valid;
       const int flips = 1 + static_cast<int>(rng() % 4);
       for (int f = 0; f < flips; ++f) m[rng() % m.size()] = static_cast<std::uint8_t>(rng());
       auto d = dcb::decode_ieee_reply(m);
-      auto p = netlink::decode_pause_reply(m);
+      auto p = ethtool::decode_pause_reply(m);
       (void)netlink::decode_family_id(m);
       if (d.ok()) {
         MetricSink out;

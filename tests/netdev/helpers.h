@@ -1,8 +1,7 @@
-// Helpers for the netdev tests: temp sysfs trees, netlink message construction with libmnl (the
-// messages the kernel would send); sample lookup is tests/lib/samples.h.
+// Helpers for the netdev tests: temp sysfs trees, netlink error replies (built with
+// netlink::build_request, as the kernel would send them); sample lookup is tests/lib/samples.h.
 #pragma once
 
-#include <libmnl/libmnl.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "exporter/metrics.h"
+#include "sources/netlink/message.h"
 #include "tests/lib/samples.h"
 #include "tests/lib/temp_tree.h"
 
@@ -40,31 +40,11 @@ inline Labels with(std::initializer_list<std::pair<const char*, const char*>> ex
 
 using TempTree = rdma::testing::TempTree;
 
-// Builds one netlink message: header type, a fixed extra header, then attributes.
-class MessageBuilder {
- public:
-  MessageBuilder(std::uint16_t type, const void* extra, std::size_t extra_len) : buf_(MNL_SOCKET_BUFFER_SIZE) {
-    nlh_ = mnl_nlmsg_put_header(buf_.data());
-    nlh_->nlmsg_type = type;
-    void* e = mnl_nlmsg_put_extra_header(nlh_, extra_len);
-    std::memcpy(e, extra, extra_len);
-  }
-  nlmsghdr* nlh() { return nlh_; }
-  std::vector<std::uint8_t> bytes() const {
-    return {buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(nlh_->nlmsg_len)};
-  }
-
- private:
-  std::vector<std::uint8_t> buf_;
-  nlmsghdr* nlh_;
-};
-
 // An NLMSG_ERROR carrying -err.
 inline std::vector<std::uint8_t> error_message(int err) {
   nlmsgerr e{};
   e.error = -err;
-  MessageBuilder b(NLMSG_ERROR, &e, sizeof e);
-  return b.bytes();
+  return rdma::netlink::build_request(NLMSG_ERROR, &e, sizeof e);
 }
 
 // A GSTRINGS data block: names padded to 32 bytes (a 32-byte name has no NUL).

@@ -15,6 +15,7 @@
 #include "tests/lib/temp_tree.h"
 
 using namespace rdma::sysfs;
+using rdma::ReadError;
 using rdma::testing::TempTree;
 
 namespace {

@@ -1,13 +1,13 @@
-// Typed results of reading kernel files: a value or the reason it could not be read.
-// Errors are values here because one unreadable file must never abort a scrape.
+// Typed results of reading from the kernel (sysfs files, netlink, ethtool ioctls, MADs): a value
+// or the reason it could not be read. Errors are values here because one unreadable file or
+// device must never abort a scrape.
 #pragma once
 
 #include <cstdint>
-#include <string>
 #include <string_view>
 #include <utility>
 
-namespace rdma::sysfs {
+namespace rdma {
 
 enum class ReadError : std::uint8_t {
   kNone = 0,
@@ -16,7 +16,7 @@ enum class ReadError : std::uint8_t {
   kIo,            // EIO and other I/O failures of firmware-backed attributes
   kNoDevice,      // ENODEV/ENXIO: device unregistered while open
   kAccess,        // EACCES/EPERM
-  kTimeout,       // ETIMEDOUT (firmware command timed out)
+  kTimeout,       // ETIMEDOUT (firmware command timed out, no netlink answer)
   kNotSupported,  // EOPNOTSUPP
   kNotAvailable,  // the legacy literal "N/A (no PMA)"
   kMalformed,     // readable, but not in the expected format
@@ -39,4 +39,4 @@ struct Result {
   static Result failure(ReadError e, int err = 0) { return Result{T{}, e, err}; }
 };
 
-}  // namespace rdma::sysfs
+}  // namespace rdma

@@ -1,0 +1,28 @@
+// Generic netlink (NETLINK_GENERIC): messages with a genlmsghdr, and the controller's family
+// lookup (CTRL_CMD_GETFAMILY) that turns a family name ("ethtool") into its message type.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sources/common/result.h"
+#include "sources/netlink/message.h"
+#include "sources/netlink/socket.h"
+
+namespace rdma::netlink {
+
+// A request of `family` (build_request with a genlmsghdr).
+std::vector<std::uint8_t> build_genl_request(std::uint16_t family, std::uint8_t cmd, std::uint8_t version,
+                                             const std::function<void(nlmsghdr*)>& attributes);
+
+std::vector<std::uint8_t> build_get_family(const std::string& name);
+// Pure: CTRL_ATTR_FAMILY_ID from a CTRL_CMD_GETFAMILY reply.
+Result<std::uint16_t> decode_family_id(Bytes msg);
+
+// The message type of family `name` (one request on `sock`, a NETLINK_GENERIC socket);
+// kNotSupported when this kernel has no such family.
+Result<std::uint16_t> resolve_family(Socket& sock, const std::string& name);
+
+}  // namespace rdma::netlink
