@@ -207,7 +207,7 @@ class PortCollector final : public exporter::Collector {
     for (const CounterDef& def : pma_counter_defs()) {
       const auto v = mad::pma_value(*def.pma, *r.readings);
       if (!v) continue;
-      emit_counter(ctx, "", sysfs::CounterReading{std::string(def.file), sysfs::Result<std::uint64_t>::success(v->raw)},
+      emit_counter(ctx, "", sysfs::CounterReading{std::string(def.file), Result<std::uint64_t>::success(v->raw)},
                    &def, v->width, base, out);
     }
     return true;
