@@ -88,14 +88,16 @@ Result<std::uint64_t> u64_of(const Result<std::string>& r) {
   return Result<std::uint64_t>::success(*v);
 }
 
-Result<std::vector<DirEntry>> list_dir_stream(DIR* d) {
+// kind: whether is_dir is wanted; finding it for a symlink costs a stat through the link (the
+// entries of class/infiniband are links into /sys/devices), which a caller of names only skips.
+Result<std::vector<DirEntry>> list_dir_stream(DIR* d, bool kind = true) {
   std::vector<DirEntry> out;
   int dfd = ::dirfd(d);
   while (dirent* e = ::readdir(d)) {
     std::string_view name = e->d_name;
     if (name == "." || name == "..") continue;
     bool is_dir = e->d_type == DT_DIR;
-    if (e->d_type == DT_LNK || e->d_type == DT_UNKNOWN) {
+    if (kind && (e->d_type == DT_LNK || e->d_type == DT_UNKNOWN)) {
       struct stat st;
       is_dir = ::fstatat(dfd, e->d_name, &st, 0) == 0 && S_ISDIR(st.st_mode);
     }
@@ -139,7 +141,7 @@ Result<std::string> Dir::read_attribute(const char* name) const { return attribu
 Result<std::uint64_t> Dir::read_u64(const char* name) const { return u64_of(read_file(name)); }
 
 namespace {
-Result<std::vector<DirEntry>> list_at(int dir_fd) {
+Result<std::vector<DirEntry>> list_at(int dir_fd, bool kind = true) {
   // fdopendir takes ownership of its descriptor: give it a new one of the same directory.
   int fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return Result<std::vector<DirEntry>>::failure(classify_errno(errno), errno);
@@ -149,7 +151,7 @@ Result<std::vector<DirEntry>> list_at(int dir_fd) {
     ::close(fd);
     return Result<std::vector<DirEntry>>::failure(classify_errno(err), err);
   }
-  return list_dir_stream(d);
+  return list_dir_stream(d, kind);
 }
 }  // namespace
 
@@ -162,7 +164,9 @@ Result<std::vector<DirEntry>> list_dir(const std::string& path) {
 }
 
 Result<std::vector<std::string>> list_names(const std::string& path) {
-  auto r = list_dir(path);
+  DIR* d = ::opendir(path.c_str());
+  if (!d) return Result<std::vector<std::string>>::failure(classify_errno(errno), errno);
+  auto r = list_dir_stream(d, false);
   if (!r) return Result<std::vector<std::string>>::failure(r.error, r.sys_errno);
   std::vector<std::string> names;
   names.reserve(r.value.size());
@@ -230,7 +234,7 @@ Result<const std::vector<std::string>*> KeptDir::names() {
   using R = Result<const std::vector<std::string>*>;
   if (dir_fd_ < 0) return R::failure(dir_error_, dir_errno_);
   if (!listed_) {
-    auto entries = list_at(dir_fd_);
+    auto entries = list_at(dir_fd_, false);
     if (!entries) return R::failure(entries.error, entries.sys_errno);
     names_.clear();
     for (auto& e : entries.value) names_.push_back(std::move(e.name));
