@@ -186,9 +186,31 @@ Result<std::string> read_link_basename(const std::string& path) {
 
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
-bool KeptDir::Identity::operator==(const Identity& o) const {
+bool DirIdentity::operator==(const DirIdentity& o) const {
   return dev == o.dev && ino == o.ino && mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec &&
          ctime.tv_sec == o.ctime.tv_sec && ctime.tv_nsec == o.ctime.tv_nsec;
+}
+
+namespace {
+DirIdentity identity_of(const struct stat& st) { return DirIdentity{st.st_dev, st.st_ino, st.st_mtim, st.st_ctim}; }
+}  // namespace
+
+Result<DirIdentity> DirIdentity::of(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return Result<DirIdentity>::failure(classify_errno(errno), errno);
+  return Result<DirIdentity>::success(identity_of(st));
+}
+
+Result<DirIdentity> DirIdentity::of(int fd) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return Result<DirIdentity>::failure(classify_errno(errno), errno);
+  return Result<DirIdentity>::success(identity_of(st));
+}
+
+bool DirIdentity::settled(int racy_seconds) const {
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return now.tv_sec - std::max(mtime.tv_sec, ctime.tv_sec) >= racy_seconds;
 }
 
 void KeptDir::close_all() {
@@ -201,32 +223,29 @@ void KeptDir::close_all() {
 }
 
 ReadError KeptDir::refresh() {
-  struct stat st;
-  if (::stat(path_.c_str(), &st) != 0) {
-    dir_errno_ = errno;
-    dir_error_ = classify_errno(dir_errno_);
+  auto now_id = DirIdentity::of(path_);
+  if (!now_id) {
+    dir_errno_ = now_id.sys_errno;
+    dir_error_ = now_id.error;
     close_all();
     return dir_error_;
   }
-  Identity now_id{st.st_dev, st.st_ino, st.st_mtim, st.st_ctim};
-  if (dir_fd_ >= 0 && !racy_ && now_id == identity_) return ReadError::kNone;
+  if (dir_fd_ >= 0 && !racy_ && now_id.value == identity_) return ReadError::kNone;
   close_all();
   dir_fd_ = ::open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd_ < 0 || ::fstat(dir_fd_, &st) != 0) {
-    dir_errno_ = errno;
-    dir_error_ = classify_errno(dir_errno_);
+  // The identity of what was opened, not of what was stat'ed before: a change in between is seen
+  // at the next refresh.
+  auto opened = dir_fd_ >= 0 ? DirIdentity::of(dir_fd_) : Result<DirIdentity>::failure(classify_errno(errno), errno);
+  if (!opened) {
+    dir_errno_ = opened.sys_errno;
+    dir_error_ = opened.error;
     close_all();
     return dir_error_;
   }
   dir_error_ = ReadError::kNone;
   dir_errno_ = 0;
-  // The identity of what was opened, not of what was stat'ed before: a change in between is seen
-  // at the next refresh.
-  identity_ = Identity{st.st_dev, st.st_ino, st.st_mtim, st.st_ctim};
-  timespec now{};
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  const time_t changed = std::max(st.st_mtim.tv_sec, st.st_ctim.tv_sec);
-  racy_ = now.tv_sec - changed < racy_seconds_;
+  identity_ = opened.value;
+  racy_ = !identity_.settled(racy_seconds_);
   return ReadError::kNone;
 }
 
