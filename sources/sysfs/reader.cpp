@@ -295,8 +295,9 @@ int pread_page(int fd, char* buf, std::size_t cap, std::size_t& len) {
 
 Result<std::size_t> KeptDir::read_page(const char* name, char* buf, std::size_t cap) {
   using R = Result<std::size_t>;
-  const bool kept = files_.find(std::string_view(name)) != files_.end();
-  auto fd = file_fd(name, false);
+  auto it = files_.find(std::string_view(name));
+  const bool kept = it != files_.end();
+  auto fd = kept ? Result<int>::success(it->second) : file_fd(name, false);
   if (!fd) return R::failure(fd.error, fd.sys_errno);
   std::size_t len = 0;
   int err = pread_page(fd.value, buf, cap, len);
