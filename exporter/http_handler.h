@@ -13,6 +13,8 @@ namespace rdma::exporter {
 
 struct HttpResponse {
   int status = 200;
+  // A 200 in the text format (kTextContentType, exporter/exposition.h) is gzipped, as /metrics
+  // is, when the client accepts it.
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
 };

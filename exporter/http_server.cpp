@@ -33,6 +33,22 @@ void send(mg_connection* conn, int status, std::string_view status_text, std::st
   mg_write(conn, body.data(), body.size());
 }
 
+// A scrape's text (the telemetry path, or a collector's path answering the text format such as
+// /pma?target=): gzip when the client accepts it, as Prometheus always does. A /pma answer for a
+// one-port node is mostly HELP and TYPE lines, which compress to a fraction.
+void send_text(mg_connection* conn, int status, std::string_view status_text, std::string_view content_type,
+               std::string_view text) {
+  const char* ae = mg_get_header(conn, "Accept-Encoding");
+  if (ae && accepts_gzip(ae)) {
+    std::string gz = gzip_compress(text);
+    if (!gz.empty()) {
+      send(conn, status, status_text, content_type, gz, "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n");
+      return;
+    }
+  }
+  send(conn, status, status_text, content_type, text, "Vary: Accept-Encoding\r\n");
+}
+
 // Civetweb logs through this callback; route it to spdlog instead of stderr.
 int log_message(const mg_connection*, const char* message) {
   spdlog::debug("civetweb: {}", message);
@@ -217,7 +233,9 @@ int HttpServer::handle(mg_connection* conn) {
     }
     --scrapes_in_flight_;
     if (r) {
-      send(conn, r->status, r->status == 200 ? "OK" : "Error", r->content_type, r->body);
+      const char* status_text = r->status == 200 ? "OK" : "Error";
+      if (r->status == 200 && r->content_type == kTextContentType) send_text(conn, r->status, status_text, r->content_type, r->body);
+      else send(conn, r->status, status_text, r->content_type, r->body);
       return r->status;
     }
   } else if (handlers_.extra_path) {
@@ -257,15 +275,7 @@ int HttpServer::serve_metrics(mg_connection* conn) {
     send(conn, 500, "Internal Server Error", "text/plain; charset=utf-8", "scrape failed\n");
     return 500;
   }
-  const char* ae = mg_get_header(conn, "Accept-Encoding");
-  if (ae && accepts_gzip(ae)) {
-    std::string gz = gzip_compress(*text);
-    if (!gz.empty()) {
-      send(conn, 200, "OK", kTextContentType, gz, "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n");
-      return 200;
-    }
-  }
-  send(conn, 200, "OK", kTextContentType, *text, "Vary: Accept-Encoding\r\n");
+  send_text(conn, 200, "OK", kTextContentType, *text);
   return 200;
 }
 

@@ -41,9 +41,14 @@ void parallel_for(std::size_t n, unsigned max_threads, Fn&& fn) {
 }
 
 // Calls fn(item, sink) for every item on up to max_threads threads and appends each item's
-// samples to out in item order. fn must be thread-safe across different items.
+// samples to out in item order. fn must be thread-safe across different items. On one thread
+// fn writes into out itself: the text is the same, without a sink per item to fill and merge.
 template <class Item, class Fn>
 void for_each_parallel(const std::vector<Item>& items, unsigned max_threads, MetricSink& out, Fn&& fn) {
+  if (max_threads <= 1 || items.size() <= 1) {
+    for (const auto& item : items) fn(item, out);
+    return;
+  }
   std::vector<MetricSink> sinks(items.size());
   parallel_for(items.size(), max_threads, [&](std::size_t i) { fn(items[i], sinks[i]); });
   for (auto& s : sinks) out.append(std::move(s));

@@ -25,6 +25,23 @@ def rss_mib(pid):
     return int(status["VmRSS"].split()[0]) / 1024, int(status["VmHWM"].split()[0]) / 1024
 
 
+def byte_breakdown(body):
+    """What a /pma answer's bytes are: HELP and TYPE lines, counter samples, _info samples, the rest."""
+    parts = {"HELP": 0, "TYPE": 0, "counters": 0, "_info": 0, "other samples": 0}
+    for line in body.decode().splitlines(keepends=True):
+        if line.startswith("# HELP"):
+            parts["HELP"] += len(line)
+        elif line.startswith("# TYPE"):
+            parts["TYPE"] += len(line)
+        elif line.split("{")[0].split(" ")[0].endswith("_total"):
+            parts["counters"] += len(line)
+        elif "_info{" in line:
+            parts["_info"] += len(line)
+        else:
+            parts["other samples"] += len(line)
+    return "%d bytes: %s" % (len(body), ", ".join("%s %d" % kv for kv in parts.items()))
+
+
 def bench_targets(sim, exe):
     """Per-node targets: Prometheus' view of the fabric (one /pma scrape per node)."""
     t0 = time.monotonic()
@@ -61,6 +78,15 @@ def bench_targets(sim, exe):
         print("targets: %d targets at %d concurrent scrapes in %.2f s = %.0f ports/s; %.2f MADs/port; not ok %d; "
               "bytes/port %.0f overall, %s" % (len(ports), conc, took, all_p / took, mads / all_p, failed, all_b / all_p,
                                                 ", ".join("%s %.0f" % (k, b / p) for k, (b, p) in sorted(by.items()))))
+    for kind in sorted(set(types.values())):
+        guid = next(g for g in ports if types[g] == kind)
+        req = urllib.request.Request("http://127.0.0.1:%d/pma?target=%s" % (e.port, guid),
+                                     headers={"Accept-Encoding": "gzip"})  # as Prometheus asks
+        with urllib.request.urlopen(req, timeout=600) as r:
+            wire = len(r.read())
+            encoding = r.headers.get("Content-Encoding", "identity")
+        print("targets: one %s target (%d ports): %s; on the wire (%s) %d bytes = %.0f per port"
+              % (kind, ports[guid], byte_breakdown(get_("/pma?target=" + guid)), encoding, wire, wire / ports[guid]))
     rss, hwm = rss_mib(e.proc.pid)
     print("targets: exporter memory RSS %.1f MiB, peak (VmHWM) %.1f MiB" % (rss, hwm))
     e.stop()

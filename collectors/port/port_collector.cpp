@@ -5,6 +5,9 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
 
 #include "collectors/port/mad_counters.h"
 #include "collectors/port/port_counters.h"
@@ -30,6 +33,29 @@ void report_unless_absent(exporter::ErrorReporter& errors, const ReadError e, co
   if (e != ReadError::kNone && e != ReadError::kNotFound) errors.report_read(e, path);
 }
 
+// base + one more label, allocated once at its final size.
+Labels with(const Labels& base, std::string_view k, std::string_view v) {
+  Labels l;
+  l.reserve(base.size() + 1);
+  l = base;
+  l.emplace_back(k, v);
+  return l;
+}
+
+// What a port keeps between scrapes: its label set and directory paths, built once, and the
+// counter values of the scrape (read before any is written, for the N/A check), reused.
+struct PortState {
+  PortState() = default;
+  PortState(const model::DeviceModel& dev, const model::PortModel& port)
+      : base{{"device", dev.name}, {"port", port.number_label}},
+        counters_path(port.path + "/counters"),
+        legacy_path(port.path + "/counters_ext") {}
+  Labels base;
+  std::string counters_path, legacy_path;
+  std::vector<Result<std::uint64_t>> values;
+  bool used = false;
+};
+
 class PortCollector final : public exporter::Collector {
  public:
   PortCollector(bool use_verbs, CountersSource source) : use_verbs_(use_verbs), source_(source) {}
@@ -39,12 +65,19 @@ class PortCollector final : public exporter::Collector {
     // last scrape's reads all took less than starting threads costs (kept descriptors on a
     // fixture tree or a driver answering from memory), the devices are read on this thread.
     const bool slow = last_work_ns_.load(std::memory_order_relaxed) > kThreadsWorthNs;
+    // The ports' kept state is found or made here, on one thread; the device threads only read the map.
+    for (const auto& dev : ctx.host.devices)
+      for (const auto& port : dev.ports) {
+        auto [it, fresh] = ports_.try_emplace(port.path);
+        if (fresh) it->second = PortState(dev, port);
+        it->second.used = true;
+      }
     std::atomic<std::uint64_t> work_ns{0};
     exporter::for_each_parallel(ctx.host.devices, slow ? kMaxThreads : 1, out,
                                 [&](const model::DeviceModel& dev, MetricSink& s) {
                                   const auto t0 = std::chrono::steady_clock::now();
                                   collect_device(ctx, dev, s);
-                                  for (const auto& port : dev.ports) collect_port(ctx, dev, port, s);
+                                  for (const auto& port : dev.ports) collect_port(ctx, dev, port, ports_.at(port.path), s);
                                   work_ns += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                                             std::chrono::steady_clock::now() - t0)
                                                                             .count());
@@ -52,6 +85,8 @@ class PortCollector final : public exporter::Collector {
     last_work_ns_.store(work_ns.load(), std::memory_order_relaxed);
     kept_.sweep();  // closes the files of devices and ports that are gone
     mad_.sweep();
+    for (auto it = ports_.begin(); it != ports_.end();)
+      it = std::exchange(it->second.used, false) ? std::next(it) : ports_.erase(it);
   }
 
  private:
@@ -78,24 +113,23 @@ class PortCollector final : public exporter::Collector {
   }
 
   void collect_port(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev, const model::PortModel& port,
-                    MetricSink& out) {
-    const Labels base{{"device", dev.name}, {"port", port.number_label}};
-    auto with = [&base](std::string k, std::string v) {
-      Labels l = base;
-      l.emplace_back(std::move(k), std::move(v));
-      return l;
-    };
+                    PortState& st, MetricSink& out) {
+    const Labels& base = st.base;
     out.info("rdma_port_info", "RDMA port: its link layer (InfiniBand, Ethernet or Unknown). Always 1.",
-             with("link_layer", std::string(model::link_layer_label(port.link_layer))));
+             with(base, "link_layer", model::link_layer_label(port.link_layer)));
     for (const auto& nd : port.netdevs) {
-      Labels l = with("netdev", nd.name);
+      Labels l;
+      l.reserve(base.size() + 2);
+      l = base;
+      l.emplace_back("netdev", nd.name);
       l.emplace_back("via", nd.via);
       out.info("rdma_port_netdev_info",
                "Network device behind an RDMA port; via tells how it was found (gid_attrs, device_net, parent). Always 1.",
                std::move(l));
     }
 
-    auto a = sysfs::read_port_attributes(kept_.at(port.path));
+    sysfs::KeptDir& attrs = kept_.at(port.path);
+    auto a = sysfs::read_port_attributes(attrs);
     auto gauge_if = [&](const char* file, const char* name, const char* help, const auto& r, auto value_of) {
       if (r.ok()) out.gauge(name, help, base, static_cast<double>(value_of(r.value)));
       else report_unless_absent(ctx.errors, r.error, port.path + "/" + file);
@@ -115,65 +149,78 @@ class PortCollector final : public exporter::Collector {
 
     std::uint64_t mads = 0;
     const bool by_mad = collect_counters_mad(ctx, dev, port, a, base, out, mads);
-    if (!by_mad) collect_counters(ctx, dev, port, base, out);
+    // A port read with MADs leaves counters/ and counters_ext/ alone (the sweep closes them).
+    sysfs::KeptDir* counters = by_mad ? nullptr : &kept_.at(st.counters_path);
+    sysfs::KeptDir* legacy = by_mad ? nullptr : &kept_.at(st.legacy_path);
+    if (!by_mad) {
+      collect_counters(ctx, dev, port, st, *counters, out);
+      collect_legacy(ctx, st, *legacy, out);
+    }
     if (use_verbs_) collect_verbs(dev, port, base, out);
 
     // What this port cost the kernel in this scrape: on mlx5 each counters/ read is a firmware
     // command, so the count is the cost. The port's own attribute files and counters/ and
     // counters_ext/, not the device attributes nor the shared discovery.
     std::uint64_t opens = 0, preads = 0, counter_files = 0;
-    for (const std::string& d : {port.path, port.path + "/counters", port.path + "/counters_ext"}) {
-      if (by_mad && d != port.path) break;  // not read: left to be closed by the sweep
-      auto [o, p] = kept_.at(d).take_counts();
+    for (sysfs::KeptDir* d : {&attrs, counters, legacy}) {
+      if (!d) continue;
+      auto [o, p] = d->take_counts();
       opens += o;
       preads += p;
-      if (d != port.path) counter_files += o + p;
+      if (d != &attrs) counter_files += o + p;
     }
     const char* help = "Files the port collector read for the port in this scrape, by method: open (opened and read: "
                        "the first scrape, or a file reopened) and pread (re-read through a descriptor kept open).";
-    out.gauge("rdma_port_file_reads", help, with("method", "open"), static_cast<double>(opens));
-    out.gauge("rdma_port_file_reads", help, with("method", "pread"), static_cast<double>(preads));
+    out.gauge("rdma_port_file_reads", help, with(base, "method", "open"), static_cast<double>(opens));
+    out.gauge("rdma_port_file_reads", help, with(base, "method", "pread"), static_cast<double>(preads));
     const char* pma_help = "Reads of the port's PMA counters in this scrape, by source: sysfs (counters/ and "
                            "counters_ext/ files, each a PMA MAD inside the driver) and mad (MADs the collector sent "
                            "through the port's umad device, retries included).";
-    out.gauge_u64("rdma_port_pma_reads", pma_help, with("source", "sysfs"), counter_files);
-    out.gauge_u64("rdma_port_pma_reads", pma_help, with("source", "mad"), mads);
+    out.gauge_u64("rdma_port_pma_reads", pma_help, with(base, "source", "sysfs"), counter_files);
+    out.gauge_u64("rdma_port_pma_reads", pma_help, with(base, "source", "mad"), mads);
   }
 
   void collect_counters(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev,
-                        const model::PortModel& port, const Labels& base, MetricSink& out) {
-    const std::string dir = port.path + "/counters";
-    auto counters = sysfs::read_counter_dir(kept_.at(dir));
+                        const model::PortModel& port, PortState& st, sysfs::KeptDir& kept, MetricSink& out) {
+    const Labels& base = st.base;
+    const std::string& dir = st.counters_path;
+    // Every value is read before any is written: whether the port has PMA counters at all
+    // depends on all of them.
+    auto names = kept.names();
+    auto& values = st.values;
+    values.clear();
+    if (names)
+      for (const auto& name : *names.value) values.push_back(kept.read_u64(name.c_str()));
     // Kernels before 4.20 create counters/ for a device without a PMA too (i40iw) and print
     // "N/A (no PMA)" in every file: like a missing directory, that is what the port is.
-    bool all_not_available = counters.ok() && !counters.value.empty();
-    if (counters)
-      for (const auto& c : counters.value) all_not_available &= c.value.error == ReadError::kNotAvailable;
-    const bool present = counters.ok() && !all_not_available;
+    bool all_not_available = names.ok() && !values.empty();
+    for (const auto& v : values) all_not_available &= v.error == ReadError::kNotAvailable;
+    const bool present = names.ok() && !all_not_available;
     out.gauge("rdma_port_pma_counters_present", kPresentHelp, base, present ? 1.0 : 0.0);
-    if (present || all_not_available || counters.error == ReadError::kNotFound)
+    if (present || all_not_available || names.error == ReadError::kNotFound)
       ctx.errors.capability("pma_counters", dev.name + "/" + port.number_label, present,
                             all_not_available ? dir + " reads \"N/A (no PMA)\": the driver has no PMA"
                                               : dir + " does not exist: the driver has no PMA");
-    if (!counters) {
-      report_unless_absent(ctx.errors, counters.error, dir);
+    if (!names) {
+      report_unless_absent(ctx.errors, names.error, dir);
     } else if (!all_not_available) {
       bool has_unicast = false;
-      for (const auto& c : counters.value)
-        if (c.name == "unicast_xmit_packets") has_unicast = true;
+      for (const auto& name : *names.value)
+        if (name == "unicast_xmit_packets") has_unicast = true;
       const std::uint8_t data_width = data_counter_width(has_unicast, dev.driver);
-      for (const auto& c : counters.value) {
-        const CounterDef* def = find_counter(c.name);
-        emit_counter(ctx, dir, c, def, def && def->width == 0 ? data_width : 0, base, out);
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        const std::string& name = (*names.value)[i];
+        const CounterDef* def = find_counter(name);
+        emit_counter(ctx, dir, name, values[i], def, def && def->width == 0 ? data_width : 0, base, out);
       }
     }
-    const std::string legacy_dir = port.path + "/counters_ext";
-    auto legacy = sysfs::read_counter_dir(kept_.at(legacy_dir));
-    if (legacy) {
-      for (const auto& c : legacy.value) emit_counter(ctx, legacy_dir, c, find_legacy_counter(c.name), 64, base, out);
-    } else {
-      report_unless_absent(ctx.errors, legacy.error, legacy_dir);
-    }
+  }
+
+  void collect_legacy(const exporter::ScrapeContext& ctx, const PortState& st, sysfs::KeptDir& kept, MetricSink& out) {
+    auto names = kept.names();
+    if (!names) return report_unless_absent(ctx.errors, names.error, st.legacy_path);
+    for (const auto& name : *names.value)
+      emit_counter(ctx, st.legacy_path, name, kept.read_u64(name.c_str()), find_legacy_counter(name), 64, st.base, out);
   }
 
   // The port's counters from its PMA agent with MADs, where the source setting allows and the port
@@ -207,27 +254,25 @@ class PortCollector final : public exporter::Collector {
     for (const CounterDef& def : pma_counter_defs()) {
       const auto v = mad::pma_value(*def.pma, *r.readings);
       if (!v) continue;
-      emit_counter(ctx, "", sysfs::CounterReading{std::string(def.file), Result<std::uint64_t>::success(v->raw)},
-                   &def, v->width, base, out);
+      emit_counter(ctx, "", std::string(def.file), Result<std::uint64_t>::success(v->raw), &def, v->width, base, out);
     }
     return true;
   }
 
   // dir: the counter's directory; its path is only built for an error report.
-  static void emit_counter(const exporter::ScrapeContext& ctx, const std::string& dir, const sysfs::CounterReading& c,
-                           const CounterDef* def, std::uint8_t width_override, const Labels& base, MetricSink& out) {
-    if (!c.value) {
+  static void emit_counter(const exporter::ScrapeContext& ctx, const std::string& dir, const std::string& name,
+                           const Result<std::uint64_t>& value, const CounterDef* def,
+                           std::uint8_t width_override, const Labels& base, MetricSink& out) {
+    if (!value) {
       // One "N/A" file is a counter the driver cannot provide, not a failed read.
-      if (c.value.error != ReadError::kNotAvailable) ctx.errors.report_read(c.value.error, dir + "/" + c.name);
+      if (value.error != ReadError::kNotAvailable) ctx.errors.report_read(value.error, dir + "/" + name);
       return;
     }
-    const std::uint64_t v = c.value.value;
+    const std::uint64_t v = value.value;
     if (!def) {
       // A counter this version does not know yet: exported under its kernel name.
-      Labels l = base;
-      l.emplace_back("counter", c.name);
       out.counter("rdma_port_pma_other_total", "PMA counter files not known to this exporter version, by file name.",
-                  std::move(l), v);
+                  with(base, "counter", name), v);
       return;
     }
     if (def->scale == 1) out.counter(def->metric, def->help, base, v);
@@ -235,13 +280,10 @@ class PortCollector final : public exporter::Collector {
     else out.add(def->metric, exporter::MetricType::kCounter, def->help, base, static_cast<double>(v) * def->scale);
 
     const std::uint8_t width = def->width ? def->width : width_override;
-    if (width > 0 && width < 64) {
-      Labels l = base;
-      l.emplace_back("counter", std::string(def->file));
+    if (width > 0 && width < 64)
       out.gauge("rdma_port_pma_saturated",
                 "1 when a PMA counter narrower than 64 bits sits at its maximum (it no longer counts until reset).",
-                std::move(l), v >= max_for_width(width) ? 1.0 : 0.0);
-    }
+                with(base, "counter", def->file), v >= max_for_width(width) ? 1.0 : 0.0);
   }
 
   void collect_verbs(const model::DeviceModel& dev, const model::PortModel& port, const Labels& base, MetricSink& out) {
@@ -272,6 +314,7 @@ class PortCollector final : public exporter::Collector {
   // The attribute and counter files stay open between scrapes (sources/sysfs/reader.h says when
   // they are reopened): 9 descriptors per device, 6 + 1 + one per counters/ file (22 on mlx5) per port.
   sysfs::KeptDirs kept_;
+  std::unordered_map<std::string, PortState> ports_;  // by port path; ports gone are dropped
   verbs::PortAttributeReader verbs_;
 };
 

@@ -139,50 +139,104 @@ bool Discoverer::selected(const std::string& device) const {
   return true;
 }
 
+// A device as walked: the model less the netdevs, the rxe parent, and the identities of the
+// directories it was read from, taken before they were read (a change during the walk is seen next time).
+struct Discoverer::Walked {
+  DeviceModel dev;
+  std::string rxe_parent;
+  std::vector<sysfs::DirIdentity> ids;  // device, ports/, each port
+};
+
+namespace {
+// Appends the identity of a directory about to be read when it has been still long enough to
+// be trusted; false otherwise (or when it cannot be stat'ed).
+bool add_settled(std::vector<sysfs::DirIdentity>& ids, const std::string& path, int racy_seconds) {
+  auto id = sysfs::DirIdentity::of(path);
+  if (!id || !id.value.settled(racy_seconds)) return false;
+  ids.push_back(id.value);
+  return true;
+}
+
+// The identities a walk of dev would take now (device, ports/, each port, in the model's order).
+std::optional<std::vector<sysfs::DirIdentity>> settled_ids(const DeviceModel& dev, int racy_seconds) {
+  std::vector<sysfs::DirIdentity> ids;
+  ids.reserve(dev.ports.size() + 2);
+  if (!add_settled(ids, dev.path, racy_seconds) || !add_settled(ids, dev.path + "/ports", racy_seconds))
+    return std::nullopt;
+  for (const auto& p : dev.ports)
+    if (!add_settled(ids, p.path, racy_seconds)) return std::nullopt;
+  return ids;
+}
+}  // namespace
+
 std::shared_ptr<const HostModel> Discoverer::discover() const {
   auto host = std::make_shared<HostModel>();
   host->sysfs_root = opts_.sysfs_root;
   const std::string class_dir = opts_.sysfs_root + "/class/infiniband";
+  std::lock_guard lock(mu_);
   auto devs = sysfs::list_names(class_dir);
   if (!devs) {
     // No RDMA subsystem at all is normal (not an issue); anything else is.
     if (devs.error != ReadError::kNotFound) host->issues.push_back({class_dir, devs.error});
+    walked_.clear();
     return host;
   }
+  std::map<std::string, std::shared_ptr<const Walked>> walked;  // what the next scrape may reuse
   for (auto& name : devs.value) {
     if (!selected(name)) {
       host->excluded.push_back(name);
       continue;
     }
-    DeviceModel dev;
-    dev.name = name;
-    dev.path = class_dir + "/" + name;
-    auto ports = sysfs::list_names(dev.path + "/ports");
-    if (!ports) {
-      host->issues.push_back({dev.path + "/ports", ports.error});  // vanished mid-walk, or broken
-      continue;
+    std::shared_ptr<const Walked> w;
+    if (auto it = walked_.find(name); it != walked_.end()) {
+      auto now = settled_ids(it->second->dev, opts_.racy_seconds);
+      if (now && *now == it->second->ids) w = it->second;
     }
-    auto parent = sysfs::read_attribute(dev.path + "/parent");
-    auto parent_driver = sysfs::read_link_basename(dev.path + "/device/driver");
-    dev.driver = driver_from(name, parent_driver ? parent_driver.value : "", parent.ok());
+    if (!w) {
+      auto fresh = std::make_shared<Walked>();
+      DeviceModel& dev = fresh->dev;
+      dev.name = name;
+      dev.path = class_dir + "/" + name;
+      // Each identity is taken before its directory is read: a change during the walk is seen next time.
+      const int racy = opts_.racy_seconds;
+      bool keep = add_settled(fresh->ids, dev.path, racy) && add_settled(fresh->ids, dev.path + "/ports", racy);
+      auto ports = sysfs::list_names(dev.path + "/ports");
+      if (!ports) {
+        host->issues.push_back({dev.path + "/ports", ports.error});  // vanished mid-walk, or broken
+        continue;
+      }
+      auto parent = sysfs::read_attribute(dev.path + "/parent");
+      if (parent) fresh->rxe_parent = parent.value;
+      auto parent_driver = sysfs::read_link_basename(dev.path + "/device/driver");
+      dev.driver = driver_from(name, parent_driver ? parent_driver.value : "", parent.ok());
+      for (auto& p : ports.value) {
+        auto num = sysfs::parse_u64(p);
+        if (!num || *num > 0xffff) continue;
+        PortModel port;
+        port.number = static_cast<std::uint32_t>(*num);
+        port.number_label = p;
+        port.path = dev.path + "/ports/" + p;
+        dev.ports.push_back(std::move(port));
+      }
+      std::sort(dev.ports.begin(), dev.ports.end(),
+                [](const PortModel& a, const PortModel& b) { return a.number < b.number; });
+      for (auto& port : dev.ports) {
+        keep = keep && add_settled(fresh->ids, port.path, racy);
+        auto ll = sysfs::read_attribute(port.path + "/link_layer");
+        if (ll) port.link_layer = parse_link_layer(ll.value);
+        else host->issues.push_back({port.path + "/link_layer", ll.error}), keep = false;
+      }
+      w = fresh;
+      if (keep) walked.emplace(name, w);
+    } else {
+      walked.emplace(name, w);
+    }
+    DeviceModel dev = w->dev;
     const auto function = function_netdevs(dev.path);
-    for (auto& p : ports.value) {
-      auto num = sysfs::parse_u64(p);
-      if (!num || *num > 0xffff) continue;
-      PortModel port;
-      port.number = static_cast<std::uint32_t>(*num);
-      port.number_label = p;
-      port.path = dev.path + "/ports/" + p;
-      auto ll = sysfs::read_attribute(port.path + "/link_layer");
-      if (ll) port.link_layer = parse_link_layer(ll.value);
-      else host->issues.push_back({port.path + "/link_layer", ll.error});
-      resolve_netdevs(port, opts_.sysfs_root, parent ? parent.value : "", function);
-      dev.ports.push_back(std::move(port));
-    }
-    std::sort(dev.ports.begin(), dev.ports.end(),
-              [](const PortModel& a, const PortModel& b) { return a.number < b.number; });
+    for (auto& port : dev.ports) resolve_netdevs(port, opts_.sysfs_root, w->rxe_parent, function);
     host->devices.push_back(std::move(dev));
   }
+  walked_ = std::move(walked);  // devices gone, or walked with a problem, leave it
   return host;
 }
 

@@ -3,12 +3,15 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <regex>
 #include <string>
 #include <vector>
 
 #include "sources/common/result.h"
+#include "sources/sysfs/reader.h"
 
 namespace rdma::model {
 
@@ -55,8 +58,17 @@ struct DiscoveryOptions {
   std::string sysfs_root = "/sys";
   std::string device_include;  // regex, empty = all
   std::string device_exclude;  // regex, empty = none
+  // How long a directory must have been still before its walk is reused; tests, which set the
+  // directories' times themselves, use 0.
+  int racy_seconds = sysfs::KeptDir::kRacySeconds;
 };
 
+// What a device is for its lifetime (its ports, their link layers, its driver) is walked once
+// and kept while the device's directory, its ports/ and each port's directory keep their identity
+// (sysfs::DirIdentity: a device registered again is a new directory) and have been still for
+// sysfs::KeptDir::kRacySeconds; a device whose walk met a problem is walked again at each scrape.
+// The netdevs can change under a live device (bonds, renames, RoCE GID bindings): they are
+// resolved at every scrape. Thread-safe.
 class Discoverer {
  public:
   explicit Discoverer(DiscoveryOptions opts);  // throws std::regex_error on bad patterns
@@ -64,10 +76,13 @@ class Discoverer {
   const DiscoveryOptions& options() const { return opts_; }
 
  private:
+  struct Walked;
   bool selected(const std::string& device) const;
   DiscoveryOptions opts_;
   std::regex include_;
   std::regex exclude_;
+  mutable std::mutex mu_;
+  mutable std::map<std::string, std::shared_ptr<const Walked>> walked_;  // by device name
 };
 
 // Maps the kernel driver of the parent device (device/driver link) or the device name to the

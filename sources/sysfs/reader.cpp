@@ -55,14 +55,16 @@ Result<std::uint64_t> u64_of(const Result<std::string>& r) {
   return Result<std::uint64_t>::success(*v);
 }
 
-Result<std::vector<DirEntry>> list_dir_stream(DIR* d) {
+// kind: whether is_dir is wanted; finding it for a symlink costs a stat through the link (the
+// entries of class/infiniband are links into /sys/devices), which a caller of names only skips.
+Result<std::vector<DirEntry>> list_dir_stream(DIR* d, bool kind = true) {
   std::vector<DirEntry> out;
   int dfd = ::dirfd(d);
   while (dirent* e = ::readdir(d)) {
     std::string_view name = e->d_name;
     if (name == "." || name == "..") continue;
     bool is_dir = e->d_type == DT_DIR;
-    if (e->d_type == DT_LNK || e->d_type == DT_UNKNOWN) {
+    if (kind && (e->d_type == DT_LNK || e->d_type == DT_UNKNOWN)) {
       struct stat st;
       is_dir = ::fstatat(dfd, e->d_name, &st, 0) == 0 && S_ISDIR(st.st_mode);
     }
@@ -106,7 +108,7 @@ Result<std::string> Dir::read_attribute(const char* name) const { return attribu
 Result<std::uint64_t> Dir::read_u64(const char* name) const { return u64_of(read_file(name)); }
 
 namespace {
-Result<std::vector<DirEntry>> list_at(int dir_fd) {
+Result<std::vector<DirEntry>> list_at(int dir_fd, bool kind = true) {
   // fdopendir takes ownership of its descriptor: give it a new one of the same directory.
   int fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return Result<std::vector<DirEntry>>::failure(classify_errno(errno), errno);
@@ -116,7 +118,7 @@ Result<std::vector<DirEntry>> list_at(int dir_fd) {
     ::close(fd);
     return Result<std::vector<DirEntry>>::failure(classify_errno(err), err);
   }
-  return list_dir_stream(d);
+  return list_dir_stream(d, kind);
 }
 }  // namespace
 
@@ -129,7 +131,9 @@ Result<std::vector<DirEntry>> list_dir(const std::string& path) {
 }
 
 Result<std::vector<std::string>> list_names(const std::string& path) {
-  auto r = list_dir(path);
+  DIR* d = ::opendir(path.c_str());
+  if (!d) return Result<std::vector<std::string>>::failure(classify_errno(errno), errno);
+  auto r = list_dir_stream(d, false);
   if (!r) return Result<std::vector<std::string>>::failure(r.error, r.sys_errno);
   std::vector<std::string> names;
   names.reserve(r.value.size());
@@ -149,9 +153,31 @@ Result<std::string> read_link_basename(const std::string& path) {
 
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
-bool KeptDir::Identity::operator==(const Identity& o) const {
+bool DirIdentity::operator==(const DirIdentity& o) const {
   return dev == o.dev && ino == o.ino && mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec &&
          ctime.tv_sec == o.ctime.tv_sec && ctime.tv_nsec == o.ctime.tv_nsec;
+}
+
+namespace {
+DirIdentity identity_of(const struct stat& st) { return DirIdentity{st.st_dev, st.st_ino, st.st_mtim, st.st_ctim}; }
+}  // namespace
+
+Result<DirIdentity> DirIdentity::of(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return Result<DirIdentity>::failure(classify_errno(errno), errno);
+  return Result<DirIdentity>::success(identity_of(st));
+}
+
+Result<DirIdentity> DirIdentity::of(int fd) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return Result<DirIdentity>::failure(classify_errno(errno), errno);
+  return Result<DirIdentity>::success(identity_of(st));
+}
+
+bool DirIdentity::settled(int racy_seconds) const {
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return now.tv_sec - std::max(mtime.tv_sec, ctime.tv_sec) >= racy_seconds;
 }
 
 void KeptDir::close_all() {
@@ -164,32 +190,29 @@ void KeptDir::close_all() {
 }
 
 ReadError KeptDir::refresh() {
-  struct stat st;
-  if (::stat(path_.c_str(), &st) != 0) {
-    dir_errno_ = errno;
-    dir_error_ = classify_errno(dir_errno_);
+  auto now_id = DirIdentity::of(path_);
+  if (!now_id) {
+    dir_errno_ = now_id.sys_errno;
+    dir_error_ = now_id.error;
     close_all();
     return dir_error_;
   }
-  Identity now_id{st.st_dev, st.st_ino, st.st_mtim, st.st_ctim};
-  if (dir_fd_ >= 0 && !racy_ && now_id == identity_) return ReadError::kNone;
+  if (dir_fd_ >= 0 && !racy_ && now_id.value == identity_) return ReadError::kNone;
   close_all();
   dir_fd_ = ::open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd_ < 0 || ::fstat(dir_fd_, &st) != 0) {
-    dir_errno_ = errno;
-    dir_error_ = classify_errno(dir_errno_);
+  // The identity of what was opened, not of what was stat'ed before: a change in between is seen
+  // at the next refresh.
+  auto opened = dir_fd_ >= 0 ? DirIdentity::of(dir_fd_) : Result<DirIdentity>::failure(classify_errno(errno), errno);
+  if (!opened) {
+    dir_errno_ = opened.sys_errno;
+    dir_error_ = opened.error;
     close_all();
     return dir_error_;
   }
   dir_error_ = ReadError::kNone;
   dir_errno_ = 0;
-  // The identity of what was opened, not of what was stat'ed before: a change in between is seen
-  // at the next refresh.
-  identity_ = Identity{st.st_dev, st.st_ino, st.st_mtim, st.st_ctim};
-  timespec now{};
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  const time_t changed = std::max(st.st_mtim.tv_sec, st.st_ctim.tv_sec);
-  racy_ = now.tv_sec - changed < racy_seconds_;
+  identity_ = opened.value;
+  racy_ = !identity_.settled(racy_seconds_);
   return ReadError::kNone;
 }
 
@@ -197,7 +220,7 @@ Result<const std::vector<std::string>*> KeptDir::names() {
   using R = Result<const std::vector<std::string>*>;
   if (dir_fd_ < 0) return R::failure(dir_error_, dir_errno_);
   if (!listed_) {
-    auto entries = list_at(dir_fd_);
+    auto entries = list_at(dir_fd_, false);
     if (!entries) return R::failure(entries.error, entries.sys_errno);
     names_.clear();
     for (auto& e : entries.value) names_.push_back(std::move(e.name));
@@ -239,8 +262,9 @@ int pread_page(int fd, char* buf, std::size_t cap, std::size_t& len) {
 
 Result<std::size_t> KeptDir::read_page(const char* name, char* buf, std::size_t cap) {
   using R = Result<std::size_t>;
-  const bool kept = files_.find(std::string_view(name)) != files_.end();
-  auto fd = file_fd(name, false);
+  auto it = files_.find(std::string_view(name));
+  const bool kept = it != files_.end();
+  auto fd = kept ? Result<int>::success(it->second) : file_fd(name, false);
   if (!fd) return R::failure(fd.error, fd.sys_errno);
   std::size_t len = 0;
   int err = pread_page(fd.value, buf, cap, len);

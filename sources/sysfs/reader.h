@@ -61,6 +61,24 @@ class Dir {
   std::string path_;
 };
 
+// What a directory is, as far as a cache of what was read in it can tell: device, inode, change
+// and modification times. Creating, removing or renaming an entry changes a directory's mtime and
+// ctime on tmpfs and on kernfs alike; a device registered again is a new kernfs node (new inode).
+struct DirIdentity {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  timespec mtime{};
+  timespec ctime{};
+  bool operator==(const DirIdentity& o) const;
+  // From a stat of the path (symlinks followed), or of an open descriptor.
+  static Result<DirIdentity> of(const std::string& path);
+  static Result<DirIdentity> of(int fd);
+  // File times have coarse, clock-tick granularity: a change within the last racy_seconds may
+  // hide a second change in the same tick, so such a directory is not trusted ("racy", as git
+  // says) until it has been still that long.
+  bool settled(int racy_seconds) const;
+};
+
 // A directory whose files stay open across scrapes and are re-read with pread(fd, buf, n, 0):
 // one system call per file instead of open/read/close. On sysfs a read at offset 0 re-runs the
 // attribute's show() (kernfs seq_file rewinds to the first record when the read position is 0), so
@@ -108,13 +126,6 @@ class KeptDir {
   std::pair<std::uint64_t, std::uint64_t> take_counts() { return {std::exchange(opens_, 0), std::exchange(preads_, 0)}; }
 
  private:
-  struct Identity {
-    dev_t dev = 0;
-    ino_t ino = 0;
-    timespec mtime{};
-    timespec ctime{};
-    bool operator==(const Identity& o) const;
-  };
   struct NameHash {
     using is_transparent = void;
     std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
@@ -129,7 +140,7 @@ class KeptDir {
   int dir_fd_ = -1;
   ReadError dir_error_ = ReadError::kNotFound;
   int dir_errno_ = 0;
-  Identity identity_;
+  DirIdentity identity_;
   bool racy_ = true;
   std::unordered_map<std::string, int, NameHash, std::equal_to<>> files_;
   std::vector<std::string> names_;

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "exporter/exposition.h"
 #include "exporter/http_server.h"
 
 using namespace rdma::exporter;
@@ -242,6 +243,28 @@ TEST_CASE("http: the server stops promptly with an idle keep-alive connection op
   err = errno;
   CHECK((n == 0 || (n < 0 && err != EAGAIN && err != EWOULDBLOCK)));
   ::close(fd);
+}
+
+TEST_CASE("http: a collector's extra path answering the text format is gzipped when the client accepts it", "[http]") {
+  HttpHandlers h = simple();
+  const std::string text(2000, 'x');  // compresses to a fraction
+  h.extra_path = [&](std::string_view path, std::string_view) -> std::optional<HttpResponse> {
+    if (path == "/pma") return HttpResponse{200, std::string(kTextContentType), text};
+    if (path == "/pma/targets") return HttpResponse{200, "application/json", text};
+    return std::nullopt;
+  };
+  HttpServer s(local(1), h);
+  auto r = get(s.port(), "/pma?target=1", "Accept-Encoding: gzip\r\n");
+  CHECK(status(r) == 200);
+  CHECK(r.find("Content-Encoding: gzip") != std::string::npos);
+  const std::string body = r.substr(r.find("\r\n\r\n") + 4);
+  CHECK(body.size() < text.size() / 4);
+  CHECK(body.compare(0, 2, "\x1f\x8b") == 0);  // the gzip magic
+  r = get(s.port(), "/pma?target=1");  // not asked: the text as it is
+  CHECK(r.find("Content-Encoding") == std::string::npos);
+  CHECK(r.substr(r.find("\r\n\r\n") + 4) == text);
+  r = get(s.port(), "/pma/targets", "Accept-Encoding: gzip\r\n");  // not the text format: as it is
+  CHECK(r.find("Content-Encoding") == std::string::npos);
 }
 
 TEST_CASE("http: a collector's extra path gets the raw query and is admitted like a scrape", "[http]") {

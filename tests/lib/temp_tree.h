@@ -2,6 +2,8 @@
 // end, with files written by path relative to it.
 #pragma once
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -35,5 +37,12 @@ class TempTree {
  private:
   std::string root_;
 };
+
+// Sets a directory's mtime to a fixed past second, so that any later entry change gives it a
+// different one whatever the timestamp granularity (caches of sysfs directories compare it).
+inline bool age_dir(const std::string& dir) {
+  const timespec old[2] = {{1000000000, 0}, {1000000000, 0}};
+  return ::utimensat(AT_FDCWD, dir.c_str(), old, 0) == 0;
+}
 
 }  // namespace rdma::testing

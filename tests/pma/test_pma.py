@@ -5,6 +5,7 @@ usage: test_pma.py --exporter PATH local|fabric|faults|targets|unsupported_local
 (port_mad: the port collector's counters through MADs, on a sysfs tree of the simulator's CA)
 Exit 0 = pass, else fail (also when the simulator cannot be installed or started).
 """
+import gzip
 import json
 import os
 import signal
@@ -364,6 +365,16 @@ def case_targets(sim, exe):
        "ports= limits the answer")
     eq(get(t, "rdma_pma_fabric_port_info", port=2, remote_name="host1-1"), 1, "remote end in _info")
     promtool_clean(body, "/pma target")
+    # A one-port CA target as Prometheus asks for it (gzip): the same series, within the budget of
+    # 2 KB per port on the wire (docs/metrics.md); its text is mostly HELP and TYPE lines.
+    _, plain = http_get(e.port, "/pma?target=" + guid["host0-0"])
+    req = urllib.request.Request("http://127.0.0.1:%d/pma?target=%s" % (e.port, guid["host0-0"]),
+                                 headers={"Accept-Encoding": "gzip"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        eq(r.headers.get("Content-Encoding"), "gzip", "a /pma answer is gzipped when asked")
+        wire = r.read()
+    eq(set(parse_metrics(gzip.decompress(wire).decode())), set(parse_metrics(plain)), "gzip answer = plain answer")
+    check(len(wire) <= 2048, "one-port CA target: %d bytes on the wire (%d of text), budget 2048" % (len(wire), len(plain)))
     tmp = os.path.join(sim.dir, "prom")
     shards = []
     try:

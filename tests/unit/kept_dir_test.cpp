@@ -19,12 +19,8 @@ using rdma::ReadError;
 using rdma::testing::TempTree;
 
 namespace {
-// Sets the directory's mtime to a fixed past second, so that any later entry change gives it a
-// different one whatever the timestamp granularity (ctime moves too; it is compared as well).
-void age(const std::string& dir) {
-  const timespec old[2] = {{1000000000, 0}, {1000000000, 0}};
-  REQUIRE(::utimensat(AT_FDCWD, dir.c_str(), old, 0) == 0);
-}
+// (ctime moves too; it is compared as well)
+void age(const std::string& dir) { REQUIRE(rdma::testing::age_dir(dir)); }
 }  // namespace
 
 TEST_CASE("KeptDir re-reads a kept file with pread and sees content rewritten in place") {

@@ -1,0 +1,89 @@
+// The discovery's walk of a device kept across scrapes: reused while the device's directories
+// keep their identity, walked again when the device is registered anew or its ports change; the
+// netdevs are resolved at every scrape.
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+
+#include "sources/model/host_model.h"
+#include "tests/lib/temp_tree.h"
+
+using rdma::model::Discoverer;
+using rdma::model::DiscoveryOptions;
+using rdma::model::LinkLayer;
+using rdma::testing::TempTree;
+
+namespace {
+void age(const std::string& dir) { REQUIRE(rdma::testing::age_dir(dir)); }
+
+void write_device(const TempTree& t, const std::string& dev, const std::string& link_layer) {
+  t.write("class/infiniband/" + dev + "/ports/1/link_layer", link_layer + "\n");
+  t.write("class/infiniband/" + dev + "/device/net/ib0/dev_id", "0x0\n");
+  for (const char* d : {"", "/ports", "/ports/1"}) age(t.root() + "/class/infiniband/" + dev + d);
+}
+}  // namespace
+
+TEST_CASE("Discovery reuses a still device's walk, and walks a device registered anew or a port added") {
+  TempTree t("discovery");
+  write_device(t, "mlx5_0", "InfiniBand");
+  // Directories are trusted at once here (racy 0): the test sets their times itself.
+  const Discoverer d(DiscoveryOptions{t.root(), "", "", 0});
+  auto h = d.discover();
+  REQUIRE(h->devices.size() == 1);
+  REQUIRE(h->devices[0].ports.size() == 1);
+  CHECK(h->devices[0].ports[0].link_layer == LinkLayer::kInfiniBand);
+
+  // The kernel never changes a live port's link layer; rewriting the file in place changes no
+  // directory, so the walk is reused and this is not read again.
+  t.write("class/infiniband/mlx5_0/ports/1/link_layer", "Ethernet\n");
+  CHECK(d.discover()->devices[0].ports[0].link_layer == LinkLayer::kInfiniBand);
+
+  // Registered again (a new directory under the same name): walked again.
+  const std::string dev = t.root() + "/class/infiniband/mlx5_0";
+  REQUIRE(std::rename(dev.c_str(), (t.root() + "/mlx5_0.old").c_str()) == 0);
+  write_device(t, "mlx5_0", "Ethernet");
+  h = d.discover();
+  REQUIRE(h->devices.size() == 1);
+  CHECK(h->devices[0].ports[0].link_layer == LinkLayer::kEthernet);
+
+  // A port added changes ports/.
+  t.write("class/infiniband/mlx5_0/ports/2/link_layer", "InfiniBand\n");
+  h = d.discover();
+  REQUIRE(h->devices[0].ports.size() == 2);
+  CHECK(h->devices[0].ports[1].number == 2);
+  CHECK(h->devices[0].ports[1].link_layer == LinkLayer::kInfiniBand);
+
+  // A device gone is gone.
+  std::filesystem::remove_all(dev);
+  CHECK(d.discover()->devices.empty());
+}
+
+TEST_CASE("Discovery resolves the netdevs at every scrape, also of a device whose walk it reuses") {
+  TempTree t("discovery");
+  write_device(t, "mlx5_0", "InfiniBand");
+  const Discoverer d(DiscoveryOptions{t.root(), "", "", 0});
+  auto h = d.discover();
+  REQUIRE(h->devices[0].ports[0].netdevs.size() == 1);
+  CHECK(h->devices[0].ports[0].netdevs[0].name == "ib0");
+  const std::string net = t.root() + "/class/infiniband/mlx5_0/device/net";
+  REQUIRE(std::rename((net + "/ib0").c_str(), (net + "/ibp1s0").c_str()) == 0);
+  h = d.discover();
+  REQUIRE(h->devices[0].ports[0].netdevs.size() == 1);
+  CHECK(h->devices[0].ports[0].netdevs[0].name == "ibp1s0");
+}
+
+TEST_CASE("Discovery walks again a device whose last walk met a problem, and reports it each time") {
+  TempTree t("discovery");
+  write_device(t, "mlx5_0", "InfiniBand");
+  std::filesystem::remove(t.root() + "/class/infiniband/mlx5_0/ports/1/link_layer");
+  age(t.root() + "/class/infiniband/mlx5_0/ports/1");
+  const Discoverer d(DiscoveryOptions{t.root(), "", "", 0});
+  CHECK(d.discover()->issues.size() == 1);
+  CHECK(d.discover()->issues.size() == 1);
+  // Written in place later (no directory of the walk changes but ports/1, aged again): seen.
+  t.write("class/infiniband/mlx5_0/ports/1/link_layer", "Ethernet\n");
+  age(t.root() + "/class/infiniband/mlx5_0/ports/1");
+  auto h = d.discover();
+  CHECK(h->issues.empty());
+  CHECK(h->devices[0].ports[0].link_layer == LinkLayer::kEthernet);
+}
