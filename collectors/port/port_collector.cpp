@@ -235,10 +235,7 @@ RDMA_REGISTER_COLLECTOR({
                   "Query ibv_query_port for MTU/width/speed: auto (only when --path.sysfs is /sys), true or false."}},
     .create = [](const exporter::CollectorSettings& s, const exporter::GlobalContext& g)
         -> std::unique_ptr<exporter::Collector> {
-      const std::string mode = s.string("verbs");
-      if (mode != "auto" && mode != "true" && mode != "false")
-        throw exporter::ConfigError(s.origin("verbs") + ": key 'collectors.port.verbs': expected auto, true or false, got '" +
-                                    mode + "'");
+      const std::string mode = s.choice("verbs", {"auto", "true", "false"});
       // verbs sees the real host; with a fake sysfs tree it would describe other devices.
       return std::make_unique<PortCollector>(mode == "true" || (mode == "auto" && g.sysfs_root == "/sys"));
     },
