@@ -169,11 +169,4 @@ void emit_port(const PortReadings& r, const std::string& prefix, const exporter:
   }
 }
 
-std::vector<std::string> counter_names() {
-  std::vector<std::string> n;
-  for (const Def& d : defs()) n.push_back(std::string(d.name) + "_total");
-  n.push_back("transmit_wait_vl_total");
-  return n;
-}
-
 }  // namespace rdma::collectors::pma

@@ -73,7 +73,4 @@ enum class Saturation { kEveryCounter, kOnlySaturated };
 void emit_port(const PortReadings& r, const std::string& prefix, const exporter::Labels& base, exporter::MetricSink& out,
                Saturation saturation = Saturation::kEveryCounter);
 
-// The names emit_port writes after the prefix (for the docs test).
-std::vector<std::string> counter_names();
-
 }  // namespace rdma::collectors::pma

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
 #include <condition_variable>
 #include <fstream>
 #include <memory>
@@ -280,6 +281,17 @@ class ProberCollector final : public exporter::Collector {
   std::uint64_t self_excluded_ = 0, over_limit_ = 0, dns_ok_ = 0, dns_errors_ = 0;
 };
 
+// kDefaultBuckets as the `buckets` setting's default: "0.000001,0.000002,...,0.1".
+std::string default_buckets_text() {
+  std::string out;
+  for (double b : kDefaultBuckets) {
+    char text[32];
+    const auto end = std::to_chars(text, text + sizeof text, b, std::chars_format::fixed).ptr;
+    out += (out.empty() ? "" : ",") + std::string(text, end);
+  }
+  return out;
+}
+
 // "100us", "0.1ms", "50µs", "0": at most 10 ms.
 std::chrono::microseconds parse_poll_window(const exporter::CollectorSettings& s) {
   const std::string text = s.string("poll-window");
@@ -384,9 +396,7 @@ RDMA_REGISTER_COLLECTOR({
             {"poll-window", exporter::OptionType::kString, "50us",
              "After posting a probe, poll the CQ this long (e.g. 100us, 0 = never) before sleeping on the completion "
              "channel; costs at most this much CPU per probe."},
-            {"buckets", exporter::OptionType::kStringList,
-             "0.000001,0.000002,0.000005,0.00001,0.00002,0.00005,0.0001,0.0002,0.0005,0.001,0.002,0.005,0.01,0.02,0.05,0.1",
-             "RTT histogram bounds in seconds."},
+            {"buckets", exporter::OptionType::kStringList, default_buckets_text(), "RTT histogram bounds in seconds."},
             {"max-peers", exporter::OptionType::kInt, "64", "Per-peer series up to this many peers; beyond, per group over a sample."},
             {"sample-size", exporter::OptionType::kInt, "0", "Peers probed at a time beyond max-peers (0 = max-peers)."},
             {"rotate-interval", exporter::OptionType::kDuration, "1m", "How long a sample is probed before the next one."},
