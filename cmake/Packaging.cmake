@@ -3,7 +3,7 @@
 # Installed paths: /usr/bin/rdma_exporter, /lib/systemd/system/rdma_exporter.service,
 # /etc/rdma_exporter/rdma_exporter.yml (a conffile: local edits survive upgrades),
 # /usr/share/doc/rdma-exporter/ (README.md, metrics, runbooks, deployment).
-# Included (OPTIONAL) from the root CMakeLists.txt after the install(TARGETS) of the binary.
+# Included from the root CMakeLists.txt after the install(TARGETS) of the binary.
 
 install(FILES ${CMAKE_SOURCE_DIR}/deploy/systemd/rdma_exporter.service
         DESTINATION /lib/systemd/system COMPONENT Unspecified)
