@@ -85,7 +85,7 @@ struct GlobalContext {
 };
 
 struct SettingSpec {
-  std::string key;  // flag form, e.g. "device-include"; YAML form replaces '-' with '_'
+  std::string key;  // flag form, e.g. "max-peers"; YAML form replaces '-' with '_' (max_peers)
   OptionType type = OptionType::kString;
   std::string default_value;
   std::string help;

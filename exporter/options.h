@@ -23,7 +23,7 @@ namespace rdma::exporter {
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-// Bad configuration value or file: the message names the file, line and key.
+// Bad configuration value or file: the message names the file, line and key, or the flag.
 struct ConfigError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -55,8 +55,9 @@ class Options {
   void declare(OptionSpec spec);
   const std::vector<OptionSpec>& specs() const { return specs_; }
 
-  // Parses argv. Returns false when --help or --version was given (printed to stdout).
-  // Throws UsageError for unknown flags or bad values. Remembers --config.file.
+  // Splits argv into raw values (checked by resolve()); --help and --version only set `help` and
+  // `version`, the caller prints. Throws UsageError for an unknown flag, a missing value, a
+  // positional argument or a kYaml option given as a flag. Remembers --config.file.
   struct CommandLine {
     std::map<std::string, std::string> values;  // flag -> raw value
     std::optional<std::string> config_file;
@@ -65,7 +66,7 @@ class Options {
   };
   CommandLine parse_command_line(int argc, const char* const* argv) const;
 
-  // Applies defaults, then the YAML file (if any), then the flags. Throws ConfigError/UsageError.
+  // Applies defaults, then the YAML file (if any), then the flags. Throws ConfigError.
   void resolve(const CommandLine& cli);
   void resolve_yaml_text(const std::string& yaml, const std::string& origin, const CommandLine& cli);
 
