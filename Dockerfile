@@ -28,7 +28,7 @@ RUN cmake -S /src -B /build -DCMAKE_BUILD_TYPE=Release -DRDMA_EXPORTER_TESTS=OFF
  && cmake --build /build -j"$(nproc)" --target rdma_exporter \
  && DESTDIR=/out cmake --install /build --strip
 # TLS: civetweb 1.15 dlopens an unversioned libssl.so and crashes with OpenSSL 3 (civetweb#1334).
-# The build installs its shim (libssl.so, libcrypto.so) under /usr/lib/rdma_exporter, which the
+# The build installs its shim (libssl.so, libcrypto.so) under /usr/lib/<triplet>/rdma_exporter, which the
 # binary finds through its RPATH; the runtime stage copies it with the binary (TLS: issue 9).
 
 # ---- runtime ----------------------------------------------------------------------------------
@@ -41,7 +41,7 @@ RUN apt-get update \
       libcivetweb1 libyaml-cpp0.7 libspdlog1.10 libfmt9 zlib1g libmnl0 libssl3 libcrypt1 \
       libgrpc++1.51 libgrpc29 libabsl20220623 libprotobuf32 \
  && rm -rf /var/lib/apt/lists/*
-# The binary and whatever it installs beside it (e.g. /usr/lib/rdma_exporter: the TLS shim).
+# The binary and whatever it installs beside it (e.g. /usr/lib/<triplet>/rdma_exporter: the TLS shim).
 COPY --from=build /out/usr/ /usr/
 COPY deploy/rdma_exporter.yml /etc/rdma_exporter/rdma_exporter.yml
 LABEL org.opencontainers.image.title="rdma_exporter" \

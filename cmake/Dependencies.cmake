@@ -12,3 +12,11 @@ pkg_check_modules(IBUMAD REQUIRED IMPORTED_TARGET libibumad)
 pkg_check_modules(IBMAD REQUIRED IMPORTED_TARGET libibmad)
 pkg_check_modules(IBNETDISC IMPORTED_TARGET libibnetdisc)
 pkg_check_modules(MNL REQUIRED IMPORTED_TARGET libmnl)
+# libssl-dev: the server SSL_CTX and the prober's HMAC, in the dlopen()ed module of exporter/tls.
+find_package(OpenSSL 3 REQUIRED)
+# Optional: the workload collector's CRI and PodResources module (libgrpc++-dev,
+# protobuf-compiler-grpc, libprotobuf-dev); without them it is not built.
+pkg_check_modules(GRPCPP IMPORTED_TARGET grpc++)
+pkg_check_modules(PROTOBUF IMPORTED_TARGET protobuf)
+find_program(RDMA_PROTOC protoc)
+find_program(RDMA_GRPC_CPP_PLUGIN grpc_cpp_plugin)

@@ -3,16 +3,22 @@
 # Installed paths: /usr/bin/rdma_exporter, /lib/systemd/system/rdma_exporter.service,
 # /etc/rdma_exporter/rdma_exporter.yml (a conffile: local edits survive upgrades),
 # /usr/share/doc/rdma-exporter/ (README.md, metrics, runbooks, deployment).
-# Included (OPTIONAL) from the root CMakeLists.txt after the install(TARGETS) of the binary.
+# Included from the root CMakeLists.txt after the install(TARGETS) of the binary.
 
+# systemd's unit directory, as its pkg-config file names it (/lib/systemd/system on bookworm).
+pkg_get_variable(RDMA_SYSTEMD_UNIT_DIR systemd systemdsystemunitdir)
+if(NOT RDMA_SYSTEMD_UNIT_DIR)
+  set(RDMA_SYSTEMD_UNIT_DIR /lib/systemd/system)
+endif()
 install(FILES ${CMAKE_SOURCE_DIR}/deploy/systemd/rdma_exporter.service
-        DESTINATION /lib/systemd/system COMPONENT Unspecified)
+        DESTINATION ${RDMA_SYSTEMD_UNIT_DIR} COMPONENT Unspecified)
 install(FILES ${CMAKE_SOURCE_DIR}/deploy/rdma_exporter.yml
-        DESTINATION /etc/rdma_exporter COMPONENT Unspecified)
-# README.md and deployment.md are what the unit's Documentation= names (deb_test.sh checks).
+        DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/rdma_exporter COMPONENT Unspecified)
+# README.md and deployment.md are what the unit's Documentation= names (deb_test.sh checks); the
+# folder is the package's name, as Debian wants it.
 install(FILES ${CMAKE_SOURCE_DIR}/README.md ${CMAKE_SOURCE_DIR}/docs/metrics.md ${CMAKE_SOURCE_DIR}/docs/runbooks.md
               ${CMAKE_SOURCE_DIR}/docs/deployment.md
-        DESTINATION share/doc/rdma-exporter COMPONENT Unspecified OPTIONAL)
+        DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/rdma-exporter COMPONENT Unspecified)
 
 set(CPACK_GENERATOR "DEB" CACHE STRING "CPack generators")
 set(CPACK_PACKAGE_NAME "rdma-exporter")
@@ -36,7 +42,7 @@ set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "ibverbs-providers")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "prometheus, rdma-core, infiniband-diags")
 set(_rdma_deb_dir ${CMAKE_BINARY_DIR}/deb-control)
 file(MAKE_DIRECTORY ${_rdma_deb_dir})
-file(WRITE ${_rdma_deb_dir}/conffiles "/etc/rdma_exporter/rdma_exporter.yml\n")
+file(WRITE ${_rdma_deb_dir}/conffiles "${CMAKE_INSTALL_FULL_SYSCONFDIR}/rdma_exporter/rdma_exporter.yml\n")
 # No debhelper here: reload systemd after install/removal; enabling the service is left to the
 # administrator (systemctl enable --now rdma_exporter), as for prometheus-node-exporter's users
 # who deploy their own units.

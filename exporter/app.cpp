@@ -101,13 +101,9 @@ void declare_options(Options& o) {
   for (const auto* d : registered_collectors()) {
     o.declare({"collector." + d->name, OptionType::kBool, "", "Enable the " + d->name + " collector: " + d->help,
                "collectors." + d->name + ".enabled"});
-    for (const auto& s : d->settings) {
-      std::string yaml_key = s.key;
-      for (auto& c : yaml_key)
-        if (c == '-') c = '_';
+    for (const auto& s : d->settings)
       o.declare({"collector." + d->name + "." + s.key, s.type, s.default_value, s.help,
-                 "collectors." + d->name + "." + yaml_key});
-    }
+                 "collectors." + d->name + "." + yaml_key(s.key)});
   }
 }
 
@@ -164,8 +160,7 @@ Scraper::Config scraper_config(const Options& o) {
                                    return d->create(CollectorSettings(o, d->name), global);
                                  }});
   }
-  config.timeout = o.get_duration("scrape.timeout");
-  if (config.timeout.count() <= 0) throw ConfigError(o.origin("scrape.timeout") + ": scrape.timeout must be positive");
+  config.timeout = o.get_positive_duration("scrape.timeout");
   return config;
 }
 
@@ -212,7 +207,7 @@ int run(int argc, const char* const* argv) {
   DaemonStats stats;
   try {
     options.resolve(cli);
-    setup_logging(parse_log_settings(options.get_string("log.level"), options.get_string("log.format")));
+    setup_logging(log_settings(options));
     raise_fd_limit();
     if (auto path = options.get_string("web.config.file"); !path.empty()) web = load_web_config(path);
     scraper = build_scraper(options);
@@ -278,7 +273,7 @@ int run(int argc, const char* const* argv) {
       Options fresh;
       declare_options(fresh);
       fresh.resolve(cli);
-      const auto log = parse_log_settings(fresh.get_string("log.level"), fresh.get_string("log.format"));
+      const auto log = log_settings(fresh);
       auto next = scraper_config(fresh);
       // The web config too (rotated certificates, changed users); applied only when it and the
       // collectors' settings are valid, before the collectors change, so that a bad one changes

@@ -43,7 +43,10 @@ class Collector {
   virtual std::vector<HttpPath> http_paths() { return {}; }
 };
 
-// A collector's own settings, read from Options under collector.<name>.<key>.
+// A collector's own settings, read from Options under collector.<name>.<key> (key as in
+// SettingSpec: "max-peers"). A bad value is a ConfigError from error() or from a checked getter,
+// whose message names the key as the user wrote it: the YAML key and its file:line:col
+// (collectors.prober.max_peers) or the flag (--collector.prober.max-peers).
 class CollectorSettings {
  public:
   CollectorSettings(const Options& options, std::string collector) : options_(options), prefix_("collector." + collector + ".") {}
@@ -53,7 +56,20 @@ class CollectorSettings {
   Duration duration(const std::string& key) const { return options_.get_duration(flag(key)); }
   std::vector<std::string> list(const std::string& key) const { return options_.get_list(flag(key)); }
   YAML::Node yaml(const std::string& key) const { return options_.get_yaml(flag(key)); }
-  // "file:line" or "flag --x" or "default": prefix for ConfigError messages.
+  // Checked values.
+  std::int64_t integer(const std::string& key, std::int64_t min, std::int64_t max) const {
+    return options_.get_int(flag(key), min, max);
+  }
+  Duration positive_duration(const std::string& key) const { return options_.get_positive_duration(flag(key)); }
+  // One of `choices`, e.g. choice("verbs", {"auto", "true", "false"}).
+  std::string choice(const std::string& key, std::initializer_list<std::string_view> choices) const {
+    return options_.get_choice(flag(key), choices);
+  }
+  // ConfigError "<file:line:col: key 'collectors.<name>.<key>' | flag --collector.<name>.<key>>: <message>".
+  ConfigError error(const std::string& key, const std::string& message) const { return options_.error(flag(key), message); }
+  // The start of error() messages, for a parser that throws its own.
+  std::string where(const std::string& key) const { return options_.where(flag(key)); }
+  // "file:line:col", "flag --x" or "default": the base a YAML value's own marks are added to.
   std::string origin(const std::string& key) const { return options_.origin(flag(key)); }
   std::string flag(const std::string& key) const { return prefix_ + key; }
 
@@ -69,7 +85,7 @@ struct GlobalContext {
 };
 
 struct SettingSpec {
-  std::string key;  // flag form, e.g. "device-include"; YAML form replaces '-' with '_'
+  std::string key;  // flag form, e.g. "max-peers"; YAML form replaces '-' with '_' (max_peers)
   OptionType type = OptionType::kString;
   std::string default_value;
   std::string help;

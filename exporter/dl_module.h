@@ -12,7 +12,7 @@
 namespace rdma::exporter {
 
 // Loads `file` (found through the executable's DT_RPATH: <build>/lib/rdma_exporter or
-// <prefix>/lib/rdma_exporter, exporter/tls/CMakeLists.txt) once per Api type, thread-safe, and
+// <prefix>/<libdir>/rdma_exporter, exporter/tls/CMakeLists.txt) once per Api type, thread-safe, and
 // returns its table. Never dlclose()d. Throws std::runtime_error naming `what` and dlerror().
 template <class Api>
 const Api& load_module(const char* file, const char* symbol, int version, const char* what) {

@@ -25,7 +25,7 @@ struct HttpResponse {
 using HttpPathHandler = std::function<HttpResponse(std::string_view query)>;
 
 // Inside an HttpPathHandler: the request's X-Prometheus-Scrape-Timeout-Seconds less
-// --web.scrape-timeout-offset, parsed as for the telemetry path (scrape_timeout_from_header);
+// --web.timeout-offset, parsed as for the telemetry path (scrape_timeout_from_header);
 // nullopt without a usable header or outside a handler. A handler that reads a target on demand
 // (the pma collector's /pma) bounds its work with it, as /metrics does.
 std::optional<std::chrono::milliseconds> request_scrape_timeout();

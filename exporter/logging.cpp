@@ -4,8 +4,6 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include <stdexcept>
-
 namespace rdma::exporter {
 namespace {
 
@@ -66,19 +64,10 @@ class StructuredFormatter final : public spdlog::formatter {
 
 }  // namespace
 
-LogSettings parse_log_settings(const std::string& level, const std::string& format) {
-  static const std::pair<const char*, spdlog::level::level_enum> kLevels[] = {
-      {"debug", spdlog::level::debug}, {"info", spdlog::level::info}, {"warn", spdlog::level::warn},
-      {"error", spdlog::level::err}};
-  LogSettings out;
-  bool found = false;
-  for (auto [name, l] : kLevels)
-    if (level == name) out.level = l, found = true;
-  if (!found) throw std::invalid_argument("invalid --log.level '" + level + "' (debug, info, warn, error)");
-  if (format != "logfmt" && format != "json")
-    throw std::invalid_argument("invalid --log.format '" + format + "' (logfmt, json)");
-  out.json = format == "json";
-  return out;
+LogSettings log_settings(const Options& options) {
+  // spdlog's own names ("warn" and "error" included).
+  const auto level = options.get_choice("log.level", {"debug", "info", "warn", "error"});
+  return {spdlog::level::from_str(level), options.get_choice("log.format", {"logfmt", "json"}) == "json"};
 }
 
 void setup_logging(const LogSettings& settings) {

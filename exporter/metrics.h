@@ -63,13 +63,13 @@ class MetricSink {
     add(name, MetricType::kGauge, help, std::move(labels), std::uint64_t{1});
   }
 
-  // Appends another sink's families (used to join the collectors' outputs).
   // Exposition text rendered ahead of the scrape (a background snapshot: the fabric loop's tens
   // of thousands of samples are rendered once per refresh, not copied per scrape). Written after
   // the families; its families must not also be added here as samples.
   void append_rendered(std::shared_ptr<const std::string> text) { rendered_.push_back(std::move(text)); }
   const std::vector<std::shared_ptr<const std::string>>& rendered() const { return rendered_; }
 
+  // Appends another sink's families and rendered texts (used to join the collectors' outputs).
   void append(MetricSink&& other);
   const std::vector<MetricFamily>& families() const { return families_; }
   std::size_t sample_count() const;

@@ -11,17 +11,13 @@
 namespace rdma::exporter {
 namespace {
 
-std::string yaml_path_of(const std::string& flag) {
-  std::string p = flag;
-  for (auto& c : p)
-    if (c == '-') c = '_';
-  return p;
-}
+// The origin of a value given on the command line: "flag --<flag>".
+constexpr std::string_view kFlagOrigin = "flag --";
 
-std::string mark_of(const std::string& file, const YAML::Node& node) {
-  auto m = node.Mark();
-  if (m.is_null()) return file;
-  return file + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+// Options::where() of a value set from `origin`.
+std::string describe(const OptionSpec& spec, const std::string& origin) {
+  if (origin.starts_with(kFlagOrigin)) return origin;
+  return origin + ": key '" + spec.yaml_path + "'";
 }
 
 std::optional<bool> parse_bool(std::string_view s) {
@@ -41,17 +37,30 @@ std::vector<std::string> split_list(const std::string& s) {
 
 std::string_view type_word(OptionType t) {
   switch (t) {
-    case OptionType::kString: return "string";
-    case OptionType::kBool: return "boolean";
-    case OptionType::kInt: return "integer";
-    case OptionType::kDuration: return "duration (e.g. 10s, 500ms)";
-    case OptionType::kStringList: return "list of strings";
-    case OptionType::kYaml: return "YAML structure";
+    case OptionType::kString: return "a string";
+    case OptionType::kBool: return "true or false";
+    case OptionType::kInt: return "an integer";
+    case OptionType::kDuration: return "a duration such as 10s or 500ms";
+    case OptionType::kStringList: return "a list of strings";
+    case OptionType::kYaml: return "a YAML structure";
   }
-  return "value";
+  return "a value";
 }
 
 }  // namespace
+
+std::string yaml_key(std::string_view flag) {
+  std::string p(flag);
+  for (auto& c : p)
+    if (c == '-') c = '_';
+  return p;
+}
+
+std::string yaml_position(const std::string& file, const YAML::Node& node) {
+  const auto m = node.Mark();
+  if (m.is_null()) return file;
+  return file + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+}
 
 std::optional<Duration> parse_duration(std::string_view s) {
   if (s.empty()) return std::nullopt;
@@ -75,7 +84,7 @@ std::optional<Duration> parse_duration(std::string_view s) {
 }
 
 void Options::declare(OptionSpec spec) {
-  if (spec.yaml_path.empty()) spec.yaml_path = yaml_path_of(spec.flag);
+  if (spec.yaml_path.empty()) spec.yaml_path = yaml_key(spec.flag);
   specs_.push_back(std::move(spec));
 }
 
@@ -143,28 +152,29 @@ Options::CommandLine Options::parse_command_line(int argc, const char* const* ar
 }
 
 void Options::set_from_text(const OptionSpec& spec, const std::string& text, const std::string& origin) {
-  auto fail = [&](const std::string& why) {
-    throw ConfigError(origin + ": invalid value '" + text + "' for " + spec.flag + ": " + why);
+  auto fail = [&]() {
+    throw ConfigError(describe(spec, origin) + ": invalid value '" + text + "', expected " +
+                      std::string(type_word(spec.type)));
   };
   OptionValue v;
   switch (spec.type) {
     case OptionType::kString: v = text; break;
     case OptionType::kBool: {
       auto b = parse_bool(text);
-      if (!b) fail("expected true or false");
+      if (!b) fail();
       v = *b;
       break;
     }
     case OptionType::kInt: {
       std::int64_t n = 0;
       auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-      if (ec != std::errc() || p != text.data() + text.size()) fail("expected an integer");
+      if (ec != std::errc() || p != text.data() + text.size()) fail();
       v = n;
       break;
     }
     case OptionType::kDuration: {
       auto d = parse_duration(text);
-      if (!d) fail("expected a duration such as 10s or 500ms");
+      if (!d) fail();
       v = *d;
       break;
     }
@@ -176,9 +186,7 @@ void Options::set_from_text(const OptionSpec& spec, const std::string& text, con
 }
 
 void Options::set_from_yaml(const OptionSpec& spec, const YAML::Node& node, const std::string& origin) {
-  auto fail = [&]() {
-    throw ConfigError(origin + ": key '" + spec.yaml_path + "': expected " + std::string(type_word(spec.type)));
-  };
+  auto fail = [&]() { throw ConfigError(describe(spec, origin) + ": expected " + std::string(type_word(spec.type))); };
   if (spec.type == OptionType::kYaml) {
     values_[spec.flag] = YAML::Clone(node);
     origins_[spec.flag] = origin;
@@ -200,34 +208,29 @@ void Options::set_from_yaml(const OptionSpec& spec, const YAML::Node& node, cons
     return;
   }
   if (!node.IsScalar()) fail();
-  try {
-    set_from_text(spec, node.Scalar(), origin);
-  } catch (const ConfigError&) {
-    throw ConfigError(origin + ": key '" + spec.yaml_path + "': invalid value '" + node.Scalar() + "', expected " +
-                      std::string(type_word(spec.type)));
-  }
+  set_from_text(spec, node.Scalar(), origin);
 }
 
 void Options::apply_yaml(const YAML::Node& node, const std::string& prefix, const std::string& file) {
   if (!node.IsMap()) {
-    throw ConfigError(mark_of(file, node) + ": " + (prefix.empty() ? std::string("top level") : "key '" + prefix + "'") +
+    throw ConfigError(yaml_position(file, node) + ": " + (prefix.empty() ? std::string("top level") : "key '" + prefix + "'") +
                       ": expected a mapping");
   }
   for (const auto& kv : node) {
     // A complex ("? [a, b]") or null key: as<std::string>() would throw YAML::BadConversion,
     // which is not a ConfigError and names no file or line.
-    if (!kv.first.IsScalar()) throw ConfigError(mark_of(file, kv.first) + ": keys must be plain strings");
+    if (!kv.first.IsScalar()) throw ConfigError(yaml_position(file, kv.first) + ": keys must be plain strings");
     std::string key = kv.first.as<std::string>();
     std::string path = prefix.empty() ? key : prefix + "." + key;
     if (const OptionSpec* spec = find_yaml(path)) {
-      set_from_yaml(*spec, kv.second, mark_of(file, kv.second));
+      set_from_yaml(*spec, kv.second, yaml_position(file, kv.second));
       continue;
     }
     // A section such as "collectors.port" is valid when some option lives beneath it.
     bool is_section = false;
     for (const auto& s : specs_)
       if (s.yaml_path.starts_with(path + ".")) is_section = true;
-    if (!is_section) throw ConfigError(mark_of(file, kv.first) + ": unknown key '" + path + "'");
+    if (!is_section) throw ConfigError(yaml_position(file, kv.first) + ": unknown key '" + path + "'");
     if (kv.second.IsNull()) continue;  // "port:" with nothing below
     apply_yaml(kv.second, path, file);
   }
@@ -266,7 +269,7 @@ void Options::resolve_yaml_text(const std::string& yaml, const std::string& orig
     }
     if (!root.IsNull()) apply_yaml(root, "", origin);
   }
-  for (const auto& [flag, value] : cli.values) set_from_text(*find_flag(flag), value, "flag --" + flag);
+  for (const auto& [flag, value] : cli.values) set_from_text(*find_flag(flag), value, std::string(kFlagOrigin) + flag);
 }
 
 const OptionValue& Options::get(const std::string& flag) const {
@@ -329,6 +332,41 @@ std::string Options::render(const std::string& flag) const {
 std::string Options::origin(const std::string& flag) const {
   auto it = origins_.find(flag);
   return it == origins_.end() ? "default" : it->second;
+}
+
+std::string Options::where(const std::string& flag) const {
+  const OptionSpec* spec = find_flag(flag);
+  if (!spec) throw std::logic_error("option --" + flag + " is not declared");
+  return describe(*spec, origin(flag));
+}
+
+ConfigError Options::error(const std::string& flag, const std::string& message) const {
+  return ConfigError(where(flag) + ": " + message);
+}
+
+std::int64_t Options::get_int(const std::string& flag, std::int64_t min, std::int64_t max) const {
+  const auto v = get_int(flag);
+  if (v < min || v > max)
+    throw error(flag, "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " +
+                          std::to_string(v));
+  return v;
+}
+
+Duration Options::get_positive_duration(const std::string& flag) const {
+  const auto d = get_duration(flag);
+  if (d.count() <= 0) throw error(flag, "must be a positive duration, got " + std::to_string(d.count()) + "ms");
+  return d;
+}
+
+std::string Options::get_choice(const std::string& flag, std::initializer_list<std::string_view> choices) const {
+  std::string v = get_string(flag);
+  std::string list;  // "auto, true or false"
+  std::size_t left = choices.size();
+  for (auto c : choices) {
+    if (v == c) return v;
+    list += std::string(c) + (--left > 1 ? ", " : left == 1 ? " or " : "");
+  }
+  throw error(flag, "must be " + list + ", got '" + v + "'");
 }
 
 std::string Options::usage(const std::string& program) const {

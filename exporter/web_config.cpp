@@ -14,15 +14,9 @@
 namespace rdma::exporter {
 namespace {
 
-std::string where(const std::string& origin, const YAML::Node& n) {
-  const auto m = n.Mark();
-  if (m.is_null()) return origin;
-  return origin + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
-}
-
 std::string scalar(const std::string& origin, const YAML::Node& n, const std::string& key) {
   if (n.IsNull()) return {};
-  if (!n.IsScalar()) throw ConfigError(where(origin, n) + ": " + key + " must be a string");
+  if (!n.IsScalar()) throw ConfigError(yaml_position(origin, n) + ": " + key + " must be a string");
   return n.Scalar();
 }
 
@@ -38,7 +32,7 @@ int tls_version(const std::string& origin, const YAML::Node& n, const std::strin
   if (v == "TLS11") return 0x0302;
   if (v == "TLS12") return 0x0303;
   if (v == "TLS13") return 0x0304;
-  throw ConfigError(where(origin, n) + ": " + key + ": unknown TLS version \"" + v +
+  throw ConfigError(yaml_position(origin, n) + ": " + key + ": unknown TLS version \"" + v +
                     "\" (use TLS10, TLS11, TLS12 or TLS13)");
 }
 
@@ -49,7 +43,7 @@ ClientAuth client_auth(const std::string& origin, const YAML::Node& n) {
   if (v == "RequireAnyClientCert") return ClientAuth::kRequireAnyClientCert;
   if (v == "VerifyClientCertIfGiven") return ClientAuth::kVerifyClientCertIfGiven;
   if (v == "RequireAndVerifyClientCert") return ClientAuth::kRequireAndVerifyClientCert;
-  throw ConfigError(where(origin, n) + ": tls_server_config.client_auth_type: invalid value \"" + v +
+  throw ConfigError(yaml_position(origin, n) + ": tls_server_config.client_auth_type: invalid value \"" + v +
                     "\" (NoClientCert, RequestClientCert, RequireAnyClientCert, VerifyClientCertIfGiven, "
                     "RequireAndVerifyClientCert)");
 }
@@ -79,19 +73,19 @@ WebConfig parse_web_config(const std::string& yaml, const std::string& origin, c
   WebConfig cfg;
   cfg.origin = origin;
   if (root.IsNull()) return cfg;
-  if (!root.IsMap()) throw ConfigError(where(origin, root) + ": the web config must be a YAML mapping");
+  if (!root.IsMap()) throw ConfigError(yaml_position(origin, root) + ": the web config must be a YAML mapping");
   try {
     for (const auto& kv : root) {
-      if (!kv.first.IsScalar()) throw ConfigError(where(origin, kv.first) + ": keys must be strings");
+      if (!kv.first.IsScalar()) throw ConfigError(yaml_position(origin, kv.first) + ": keys must be strings");
       const std::string key = kv.first.Scalar();
       const YAML::Node& v = kv.second;
       if (key == "tls_server_config") {
         if (v.IsNull()) continue;
-        if (!v.IsMap()) throw ConfigError(where(origin, v) + ": tls_server_config must be a mapping");
+        if (!v.IsMap()) throw ConfigError(yaml_position(origin, v) + ": tls_server_config must be a mapping");
         TlsServerConfig tls;
         YAML::Node auth_node, ca_node;
         for (const auto& t : v) {
-          if (!t.first.IsScalar()) throw ConfigError(where(origin, t.first) + ": keys must be strings");
+          if (!t.first.IsScalar()) throw ConfigError(yaml_position(origin, t.first) + ": keys must be strings");
           const std::string k = t.first.Scalar();
           const std::string full = "tls_server_config." + k;
           if (k == "cert_file") tls.cert_file = resolve_path(base_dir, scalar(origin, t.second, full));
@@ -105,49 +99,49 @@ WebConfig parse_web_config(const std::string& yaml, const std::string& origin, c
           } else if (k == "min_version") tls.min_version = tls_version(origin, t.second, full);
           else if (k == "max_version") tls.max_version = tls_version(origin, t.second, full);
           else if (toolkit_only_tls_key(k))
-            throw ConfigError(where(origin, t.first) + ": " + full + " is not supported by rdma_exporter");
-          else throw ConfigError(where(origin, t.first) + ": unknown key " + full);
+            throw ConfigError(yaml_position(origin, t.first) + ": " + full + " is not supported by rdma_exporter");
+          else throw ConfigError(yaml_position(origin, t.first) + ": unknown key " + full);
         }
         const bool any = !tls.cert_file.empty() || !tls.key_file.empty() || !tls.client_ca_file.empty();
         if (!any) continue;  // exporter-toolkit: an empty TLS block means plain HTTP
         if (tls.cert_file.empty())
-          throw ConfigError(where(origin, v) + ": tls_server_config.cert_file is required when TLS is configured");
+          throw ConfigError(yaml_position(origin, v) + ": tls_server_config.cert_file is required when TLS is configured");
         if (tls.key_file.empty())
-          throw ConfigError(where(origin, v) + ": tls_server_config.key_file is required when TLS is configured");
+          throw ConfigError(yaml_position(origin, v) + ": tls_server_config.key_file is required when TLS is configured");
         const bool verifies = tls.client_auth == ClientAuth::kVerifyClientCertIfGiven ||
                               tls.client_auth == ClientAuth::kRequireAndVerifyClientCert;
         if (verifies && tls.client_ca_file.empty())
-          throw ConfigError(where(origin, auth_node) +
+          throw ConfigError(yaml_position(origin, auth_node) +
                             ": tls_server_config.client_auth_type verifies client certificates but "
                             "tls_server_config.client_ca_file is not set");
         if (!tls.client_ca_file.empty() && tls.client_auth == ClientAuth::kNoClientCert)
-          throw ConfigError(where(origin, ca_node) +
+          throw ConfigError(yaml_position(origin, ca_node) +
                             ": tls_server_config.client_ca_file is set but client_auth_type is NoClientCert; "
                             "set client_auth_type (e.g. RequireAndVerifyClientCert)");
         if (tls.min_version && tls.max_version && tls.min_version > tls.max_version)
-          throw ConfigError(where(origin, v) + ": tls_server_config.min_version is above max_version");
+          throw ConfigError(yaml_position(origin, v) + ": tls_server_config.min_version is above max_version");
         cfg.tls = std::move(tls);
       } else if (key == "basic_auth_users") {
         if (v.IsNull()) continue;
-        if (!v.IsMap()) throw ConfigError(where(origin, v) + ": basic_auth_users must be a mapping user: bcrypt-hash");
+        if (!v.IsMap()) throw ConfigError(yaml_position(origin, v) + ": basic_auth_users must be a mapping user: bcrypt-hash");
         for (const auto& u : v) {
           if (!u.first.IsScalar() || !u.second.IsScalar())
-            throw ConfigError(where(origin, u.first) + ": basic_auth_users entries must be user: bcrypt-hash");
+            throw ConfigError(yaml_position(origin, u.first) + ": basic_auth_users entries must be user: bcrypt-hash");
           const std::string user = u.first.Scalar();
           const std::string hash = u.second.Scalar();
           if (user.empty() || user.find(':') != std::string::npos)
-            throw ConfigError(where(origin, u.first) + ": basic_auth_users: invalid user name \"" + user +
+            throw ConfigError(yaml_position(origin, u.first) + ": basic_auth_users: invalid user name \"" + user +
                               "\" (empty or contains ':')");
           if (!is_bcrypt_hash(hash))
-            throw ConfigError(where(origin, u.second) + ": basic_auth_users." + user +
+            throw ConfigError(yaml_position(origin, u.second) + ": basic_auth_users." + user +
                               ": not a bcrypt hash (expected $2a$/$2b$/$2y$, e.g. from htpasswd -nBC 10)");
           if (!cfg.basic_auth_users.emplace(user, hash).second)
-            throw ConfigError(where(origin, u.first) + ": basic_auth_users: duplicate user \"" + user + "\"");
+            throw ConfigError(yaml_position(origin, u.first) + ": basic_auth_users: duplicate user \"" + user + "\"");
         }
       } else if (key == "http_server_config" || key == "rate_limit") {
-        throw ConfigError(where(origin, kv.first) + ": " + key + " is not supported by rdma_exporter");
+        throw ConfigError(yaml_position(origin, kv.first) + ": " + key + " is not supported by rdma_exporter");
       } else {
-        throw ConfigError(where(origin, kv.first) + ": unknown key " + key +
+        throw ConfigError(yaml_position(origin, kv.first) + ": unknown key " + key +
                           " (expected tls_server_config, basic_auth_users)");
       }
     }

@@ -252,11 +252,7 @@ RDMA_REGISTER_COLLECTOR({
                   "Extend 32-bit mlx5 Q counters across wraps into monotonic 64-bit totals."}},
     .create = [](const exporter::CollectorSettings& s, const exporter::GlobalContext& g)
         -> std::unique_ptr<exporter::Collector> {
-      const std::string mode = s.string("netlink");
-      if (mode != "auto" && mode != "true" && mode != "false")
-        throw exporter::ConfigError(s.origin("netlink") +
-                                    ": key 'collectors.hw_counters.netlink': expected auto, true or false, got '" + mode +
-                                    "'");
+      const std::string mode = s.choice("netlink", {"auto", "true", "false"});
       Settings st;
       // Netlink sees the real host; with a fake sysfs tree it would describe other devices.
       st.netlink = mode == "true"    ? NetlinkMode::kOn

@@ -49,8 +49,6 @@ class HwCountersCollector final : public exporter::Collector {
   HwCountersCollector(Settings settings, std::unique_ptr<BulkPortReader> bulk = nullptr);
   void collect(const exporter::ScrapeContext& ctx, exporter::MetricSink& out) override;
 
-  std::uint64_t sysfs_reads() const { return sysfs_reads_; }
-
  private:
   // One device's hw_counters as read, before anything is emitted.
   struct DeviceReadings {

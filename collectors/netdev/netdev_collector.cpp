@@ -213,21 +213,16 @@ RDMA_REGISTER_COLLECTOR({
                   "ethtool statistic names exported as they are in rdma_netdev_ethtool_stat (none by default; at most 64)."}},
     .create = [](const exporter::CollectorSettings& s, const exporter::GlobalContext&)
         -> std::unique_ptr<exporter::Collector> {
-      const auto prio = s.integer("roce-priority");
-      if (prio < 0 || prio > 7)
-        throw exporter::ConfigError(s.origin("roce-priority") + ": key 'collectors.netdev.roce_priority': expected 0-7, got " +
-                                    std::to_string(prio));
+      const auto prio = s.integer("roce-priority", 0, 7);
       std::vector<std::string> extra;
       for (auto& n : s.list("extra-stats")) {
         if (n.empty()) continue;
         if (n.size() >= ethtool::kStringLength)
-          throw exporter::ConfigError(s.origin("extra-stats") + ": key 'collectors.netdev.extra_stats': '" + n +
-                                      "' is longer than an ethtool statistic name (31 characters)");
+          throw s.error("extra-stats", "'" + n + "' is longer than an ethtool statistic name (31 characters)");
         extra.push_back(n);
       }
       if (extra.size() > kMaxExtraStats)
-        throw exporter::ConfigError(s.origin("extra-stats") + ": key 'collectors.netdev.extra_stats': at most " +
-                                    std::to_string(kMaxExtraStats) + " names");
+        throw s.error("extra-stats", "at most " + std::to_string(kMaxExtraStats) + " names");
       return std::make_unique<NetdevCollector>(static_cast<int>(prio), std::move(extra));
     },
 });

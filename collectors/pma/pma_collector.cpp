@@ -282,25 +282,6 @@ class PmaCollector final : public exporter::Collector {
   std::set<std::string> logged_;
 };
 
-std::chrono::milliseconds positive(const exporter::CollectorSettings& s, const std::string& key) {
-  const auto d = s.duration(key);
-  if (d.count() <= 0)
-    throw exporter::ConfigError(s.origin(key) + ": key 'collectors.pma." + key + "' must be a positive duration");
-  return d;
-}
-
-std::int64_t ranged(const exporter::CollectorSettings& s, const std::string& key, std::int64_t lo, std::int64_t hi) {
-  const auto v = s.integer(key);
-  if (v < lo || v > hi) {
-    std::string yaml = key;
-    for (auto& c : yaml)
-      if (c == '-') c = '_';
-    throw exporter::ConfigError(s.origin(key) + ": key 'collectors.pma." + yaml + "' must be between " +
-                                std::to_string(lo) + " and " + std::to_string(hi) + ", got " + std::to_string(v));
-  }
-  return v;
-}
-
 }  // namespace
 
 RDMA_REGISTER_COLLECTOR({
@@ -341,20 +322,19 @@ RDMA_REGISTER_COLLECTOR({
       LocalOptions local;
       local.enabled = s.boolean("local");
       local.vl_xmit_wait = s.boolean("vl-xmit-wait");
-      local.query.timeout = positive(s, "timeout");
-      local.query.retries = static_cast<unsigned>(ranged(s, "retries", 0, 20));
-      local.query.window = static_cast<unsigned>(ranged(s, "window", 1, 4096));
+      local.query.timeout = s.positive_duration("timeout");
+      local.query.retries = static_cast<unsigned>(s.integer("retries", 0, 20));
+      local.query.window = static_cast<unsigned>(s.integer("window", 1, 4096));
       std::unique_ptr<FabricLoop> fabric;
       if (s.boolean("fabric")) {
         FabricOptions f;
         f.ca = s.string("fabric-ca");
-        f.port = static_cast<int>(ranged(s, "fabric-port", 0, 254));
-        f.period = positive(s, "fabric-period");
-        f.discovery_period = positive(s, "fabric-discovery-period");
+        f.port = static_cast<int>(s.integer("fabric-port", 0, 254));
+        f.period = s.positive_duration("fabric-period");
+        f.discovery_period = s.positive_duration("fabric-discovery-period");
         f.node_name_map = s.string("node-name-map");
         if (!f.node_name_map.empty() && access(f.node_name_map.c_str(), R_OK) != 0)
-          throw exporter::ConfigError(s.origin("node-name-map") + ": key 'collectors.pma.node_name_map': cannot read '" +
-                                      f.node_name_map + "'");
+          throw s.error("node-name-map", "cannot read '" + f.node_name_map + "'");
         f.vl_xmit_wait = s.boolean("fabric-vl-xmit-wait");
         f.snapshot = s.boolean("fabric-snapshot");
         f.error_details = s.boolean("fabric-error-details");

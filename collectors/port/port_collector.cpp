@@ -333,15 +333,8 @@ RDMA_REGISTER_COLLECTOR({
                   "Other ports always read counters/."}},
     .create = [](const exporter::CollectorSettings& s, const exporter::GlobalContext& g)
         -> std::unique_ptr<exporter::Collector> {
-      const std::string mode = s.string("verbs");
-      if (mode != "auto" && mode != "true" && mode != "false")
-        throw exporter::ConfigError(s.origin("verbs") + ": key 'collectors.port.verbs': expected auto, true or false, got '" +
-                                    mode + "'");
-      const std::string source = s.string("counters-source");
-      if (source != "auto" && source != "sysfs" && source != "mad")
-        throw exporter::ConfigError(s.origin("counters-source") +
-                                    ": key 'collectors.port.counters_source': expected auto, sysfs or mad, got '" + source +
-                                    "'");
+      const std::string mode = s.choice("verbs", {"auto", "true", "false"});
+      const std::string source = s.choice("counters-source", {"auto", "sysfs", "mad"});
       const CountersSource counters = source == "mad"     ? CountersSource::kMad
                                       : source == "sysfs" ? CountersSource::kSysfs
                                                           : CountersSource::kAuto;

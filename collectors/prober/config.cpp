@@ -77,7 +77,7 @@ std::vector<PeerSpec> parse_peers(const YAML::Node& node, const std::string& ori
   return out;
 }
 
-std::vector<double> parse_buckets(const std::vector<std::string>& text, const std::string& origin) {
+std::vector<double> parse_buckets(const std::vector<std::string>& text, const std::string& setting) {
   std::vector<double> b;
   for (const auto& t : text) {
     std::size_t used = 0;
@@ -88,16 +88,16 @@ std::vector<double> parse_buckets(const std::vector<std::string>& text, const st
       used = 0;
     }
     if (used != t.size() || !std::isfinite(v) || v <= 0)
-      throw ConfigError(origin + ": collectors.prober.buckets: `" + t + "` is not a positive number of seconds");
+      throw ConfigError(setting + ": `" + t + "` is not a positive number of seconds");
     if (!b.empty() && v <= b.back())
-      throw ConfigError(origin + ": collectors.prober.buckets must be strictly ascending");
+      throw ConfigError(setting + ": must be strictly ascending");
     b.push_back(v);
   }
-  if (b.empty() || b.size() > 64) throw ConfigError(origin + ": collectors.prober.buckets needs 1 to 64 bounds");
+  if (b.empty() || b.size() > 64) throw ConfigError(setting + ": needs 1 to 64 bounds");
   return b;
 }
 
-HostPort parse_listen(const std::string& text, const std::string& origin) {
+HostPort parse_listen(const std::string& text, const std::string& setting) {
   auto colon = text.rfind(':');
   HostPort hp;
   int port = 0;
@@ -109,7 +109,7 @@ HostPort parse_listen(const std::string& text, const std::string& origin) {
     port = 0;
   }
   if (port < 1 || port > 65535)
-    throw ConfigError(origin + ": collectors.prober.listen_address must be [host]:port, got `" + text + "`");
+    throw ConfigError(setting + ": must be [host]:port, got `" + text + "`");
   hp.port = static_cast<std::uint16_t>(port);
   hp.host = text.substr(0, colon);
   if (hp.host.size() >= 2 && hp.host.front() == '[' && hp.host.back() == ']') hp.host = hp.host.substr(1, hp.host.size() - 2);

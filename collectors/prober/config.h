@@ -20,13 +20,14 @@ std::string where(const std::string& origin, const YAML::Node& n);
 // A static peer as written in the config; `address` may be a host name (resolved like DNS peers).
 std::vector<PeerSpec> parse_peers(const YAML::Node& node, const std::string& origin, std::uint16_t default_port,
                                   std::size_t max_peers);
-std::vector<double> parse_buckets(const std::vector<std::string>& text, const std::string& origin);
+// `setting`: the setting as the user wrote it (CollectorSettings::where), to start error messages.
+std::vector<double> parse_buckets(const std::vector<std::string>& text, const std::string& setting);
 
 struct HostPort {
   std::string host;  // empty = any
   std::uint16_t port = 0;
 };
-HostPort parse_listen(const std::string& text, const std::string& origin);  // "[host]:port"
+HostPort parse_listen(const std::string& text, const std::string& setting);  // "[host]:port"
 
 // All addresses of `name` (getaddrinfo, TCP), numeric, sorted, unique. Empty + error on failure.
 std::vector<std::string> resolve_all(const std::string& name, std::string& error);

@@ -5,25 +5,6 @@
 
 namespace rdma::collectors::prober {
 
-std::string_view state_label(Engine::State s) {
-  switch (s) {
-    case Engine::State::kIdle: return "idle";
-    case Engine::State::kConnecting: return "connecting";
-    case Engine::State::kUp: return "up";
-    case Engine::State::kBackoff: return "backoff";
-    case Engine::State::kSelf: return "self";
-  }
-  return "unknown";
-}
-
-std::vector<double> default_buckets() {
-  std::vector<double> b;
-  for (double decade = 1e-6; decade < 0.1; decade *= 10)
-    for (double m : {1.0, 2.0, 5.0}) b.push_back(m * decade);
-  b.push_back(0.1);
-  return b;  // 1µs 2µs 5µs 10µs ... 50ms 100ms
-}
-
 void Histogram::observe(const std::vector<double>& bounds, double v) {
   if (counts.size() != bounds.size() + 1) counts.assign(bounds.size() + 1, 0);
   auto it = std::lower_bound(bounds.begin(), bounds.end(), v);  // le semantics: v <= bound
@@ -35,7 +16,7 @@ void Histogram::observe(const std::vector<double>& bounds, double v) {
 Engine::Engine(EngineConfig cfg, Transport& transport, std::vector<LocalPort> locals)
     : cfg_(std::move(cfg)), transport_(transport), locals_(std::move(locals)),
       rng_(cfg_.seed ? cfg_.seed : std::random_device{}()) {
-  if (cfg_.buckets.empty()) cfg_.buckets = default_buckets();
+  if (cfg_.buckets.empty()) cfg_.buckets.assign(kDefaultBuckets.begin(), kDefaultBuckets.end());
   if (cfg_.sample_size == 0) cfg_.sample_size = 1;
   if (cfg_.max_in_flight == 0) cfg_.max_in_flight = 1;
   std::sort(locals_.begin(), locals_.end());

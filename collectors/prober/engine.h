@@ -12,6 +12,7 @@
 // go away); a peer that returns starts afresh.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -199,8 +200,9 @@ class Engine {
   std::mt19937_64 rng_;
 };
 
-std::string_view state_label(Engine::State s);
-// Default buckets: 1, 2, 5 steps from 1 µs to 100 ms (16 bounds).
-std::vector<double> default_buckets();
+// Default RTT histogram bounds in seconds, 1, 2, 5 steps from 1 µs to 100 ms: the default of the
+// prober's `buckets` setting, and of an EngineConfig without buckets.
+inline constexpr std::array<double, 16> kDefaultBuckets{1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4,
+                                                        5e-4, 1e-3, 2e-3, 5e-3, 1e-2, 2e-2, 5e-2, 0.1};
 
 }  // namespace rdma::collectors::prober

@@ -63,7 +63,9 @@ std::unique_ptr<ProbeSession> ProbeSession::open(const ProbeModule& m, const Pro
   s->pd_ = ibv_alloc_pd(s->ctx_);
   s->cq_ = s->pd_ ? ibv_create_cq(s->ctx_, cqe, nullptr, nullptr, 0) : nullptr;
   s->buf_.assign(m.size, 0x5a);
-  s->mr_ = s->cq_ ? ibv_reg_mr(s->pd_, s->buf_.data(), s->buf_.size(), IBV_ACCESS_LOCAL_WRITE) : nullptr;
+  // The access flags as an int: verbs.h's ibv_reg_mr macro ANDs them with an enumerator of
+  // another enum, which C++20 deprecates (clang warns).
+  s->mr_ = s->cq_ ? ibv_reg_mr(s->pd_, s->buf_.data(), s->buf_.size(), int{IBV_ACCESS_LOCAL_WRITE}) : nullptr;
   if (!s->mr_) return reason = "verbs_setup", nullptr;
   return s;
 }

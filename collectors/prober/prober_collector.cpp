@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
 #include <condition_variable>
 #include <fstream>
 #include <memory>
@@ -280,20 +281,20 @@ class ProberCollector final : public exporter::Collector {
   std::uint64_t self_excluded_ = 0, over_limit_ = 0, dns_ok_ = 0, dns_errors_ = 0;
 };
 
-std::int64_t positive(const exporter::CollectorSettings& s, const std::string& key, std::int64_t max) {
-  auto v = s.integer(key);
-  if (v < 1 || v > max)
-    throw ConfigError(s.origin(key) + ": collectors.prober." + key + " must be between 1 and " + std::to_string(max));
-  return v;
-}
-std::chrono::milliseconds duration(const exporter::CollectorSettings& s, const std::string& key) {
-  auto v = s.duration(key);
-  if (v.count() <= 0) throw ConfigError(s.origin(key) + ": collectors.prober." + key + " must be positive");
-  return v;
+// kDefaultBuckets as the `buckets` setting's default: "0.000001,0.000002,...,0.1".
+std::string default_buckets_text() {
+  std::string out;
+  for (double b : kDefaultBuckets) {
+    char text[32];
+    const auto end = std::to_chars(text, text + sizeof text, b, std::chars_format::fixed).ptr;
+    out += (out.empty() ? "" : ",") + std::string(text, end);
+  }
+  return out;
 }
 
 // "100us", "0.1ms", "50µs", "0": at most 10 ms.
-std::chrono::microseconds parse_poll_window(const std::string& text, const std::string& origin) {
+std::chrono::microseconds parse_poll_window(const exporter::CollectorSettings& s) {
+  const std::string text = s.string("poll-window");
   std::string unit;
   double v = -1;
   try {
@@ -308,39 +309,38 @@ std::chrono::microseconds parse_poll_window(const std::string& text, const std::
   else if (unit == "ms") us = v * 1000;
   else if (unit == "ns") us = v / 1000;
   if (!(us >= 0 && us <= 10000))
-    throw ConfigError(origin + ": collectors.prober.poll_window: `" + text + "` is not a duration from 0 to 10ms (e.g. 100us)");
+    throw s.error("poll-window", "`" + text + "` is not a duration from 0 to 10ms (e.g. 100us)");
   return std::chrono::microseconds(static_cast<std::int64_t>(us + 0.5));
 }
 
 Settings settings_from(const exporter::CollectorSettings& s) {
   Settings out;
   auto& e = out.engine;
-  e.interval = duration(s, "interval");
-  e.jitter = static_cast<double>(s.integer("jitter-percent")) / 100.0;
-  if (e.jitter < 0 || e.jitter > 0.9) throw ConfigError(s.origin("jitter-percent") + ": collectors.prober.jitter_percent must be 0..90");
-  e.timeout = duration(s, "timeout");
-  e.connect_timeout = duration(s, "connect-timeout");
-  e.backoff_max = duration(s, "backoff-max");
+  e.interval = s.positive_duration("interval");
+  e.jitter = static_cast<double>(s.integer("jitter-percent", 0, 90)) / 100.0;
+  e.timeout = s.positive_duration("timeout");
+  e.connect_timeout = s.positive_duration("connect-timeout");
+  e.backoff_max = s.positive_duration("backoff-max");
   e.backoff_initial = std::min(e.backoff_max, std::chrono::milliseconds(1000));
-  e.rotate_interval = duration(s, "rotate-interval");
-  e.buckets = parse_buckets(s.list("buckets"), s.origin("buckets"));
-  e.max_peers = static_cast<std::size_t>(positive(s, "max-peers", 100000));
+  e.rotate_interval = s.positive_duration("rotate-interval");
+  e.buckets = parse_buckets(s.list("buckets"), s.where("buckets"));
+  e.max_peers = static_cast<std::size_t>(s.integer("max-peers", 1, 100000));
   auto sample = s.integer("sample-size");
   e.sample_size = sample <= 0 ? e.max_peers : static_cast<std::size_t>(sample);
-  e.max_links = static_cast<std::size_t>(positive(s, "max-qps", 65536));
-  out.peers_limit = static_cast<std::size_t>(positive(s, "peers-limit", 1000000));
+  e.max_links = static_cast<std::size_t>(s.integer("max-qps", 1, 65536));
+  out.peers_limit = static_cast<std::size_t>(s.integer("peers-limit", 1, 1000000));
   auto& t = out.transport;
   t.device_regex = s.string("device");
   try {
     std::regex check(t.device_regex);
   } catch (const std::regex_error& err) {
-    throw ConfigError(s.origin("device") + ": collectors.prober.device: bad regular expression: " + err.what());
+    throw s.error("device", std::string("bad regular expression: ") + err.what());
   }
-  t.payload = static_cast<std::size_t>(positive(s, "payload-size", 65536));
-  t.listen = parse_listen(s.string("listen-address"), s.origin("listen-address"));
-  t.responder_max_qps = static_cast<std::size_t>(positive(s, "responder-max-qps", 65536));
+  t.payload = static_cast<std::size_t>(s.integer("payload-size", 1, 65536));
+  t.listen = parse_listen(s.string("listen-address"), s.where("listen-address"));
+  t.responder_max_qps = static_cast<std::size_t>(s.integer("responder-max-qps", 1, 65536));
   t.handshake_timeout = e.connect_timeout;
-  t.poll_window = parse_poll_window(s.string("poll-window"), s.origin("poll-window"));
+  t.poll_window = parse_poll_window(s);
   t.node_name = s.string("node-name");
   if (t.node_name.empty()) {
     char host[256] = {};
@@ -351,22 +351,21 @@ Settings settings_from(const exporter::CollectorSettings& s) {
     std::ifstream f(path);
     std::stringstream ss;
     ss << f.rdbuf();
-    if (!f) throw ConfigError(s.origin("secret-file") + ": collectors.prober.secret_file: cannot read " + path);
+    if (!f) throw s.error("secret-file", "cannot read " + path);
     t.secret = ss.str();
     while (!t.secret.empty() && (t.secret.back() == '\n' || t.secret.back() == '\r')) t.secret.pop_back();
-    if (t.secret.empty()) throw ConfigError(s.origin("secret-file") + ": collectors.prober.secret_file: " + path + " is empty");
+    if (t.secret.empty()) throw s.error("secret-file", path + " is empty");
   }
-  auto dns_port = positive(s, "dns-port", 65535);
+  auto dns_port = s.integer("dns-port", 1, 65535);
   out.sources.statics = parse_peers(s.yaml("peers"), s.origin("peers"), t.listen.port, out.peers_limit);
   out.sources.dns_name = s.string("dns-name");
   out.sources.dns_port = static_cast<std::uint16_t>(dns_port);
   out.sources.dns_group = s.string("dns-group");
-  out.dns_refresh = duration(s, "dns-refresh");
+  out.dns_refresh = s.positive_duration("dns-refresh");
   out.probe_modules = parse_probe_modules(s.yaml("probe-modules"), s.origin("probe-modules"));
   if (!out.probe_modules.empty() && t.secret.empty())
-    throw ConfigError(s.origin("probe-modules") +
-                      ": collectors.prober.probe_modules need collectors.prober.secret_file (responders refuse probe "
-                      "sessions without a shared secret)");
+    throw s.error("probe-modules", "needs a shared secret (collectors.prober.secret_file, --collector.prober.secret-file): "
+                                   "responders refuse probe sessions without one");
   return out;
 }
 
@@ -397,9 +396,7 @@ RDMA_REGISTER_COLLECTOR({
             {"poll-window", exporter::OptionType::kString, "50us",
              "After posting a probe, poll the CQ this long (e.g. 100us, 0 = never) before sleeping on the completion "
              "channel; costs at most this much CPU per probe."},
-            {"buckets", exporter::OptionType::kStringList,
-             "0.000001,0.000002,0.000005,0.00001,0.00002,0.00005,0.0001,0.0002,0.0005,0.001,0.002,0.005,0.01,0.02,0.05,0.1",
-             "RTT histogram bounds in seconds."},
+            {"buckets", exporter::OptionType::kStringList, default_buckets_text(), "RTT histogram bounds in seconds."},
             {"max-peers", exporter::OptionType::kInt, "64", "Per-peer series up to this many peers; beyond, per group over a sample."},
             {"sample-size", exporter::OptionType::kInt, "0", "Peers probed at a time beyond max-peers (0 = max-peers)."},
             {"rotate-interval", exporter::OptionType::kDuration, "1m", "How long a sample is probed before the next one."},

@@ -286,8 +286,7 @@ RDMA_REGISTER_COLLECTOR({
         return std::make_unique<WorkloadCollector>(std::move(st));
       } catch (const std::runtime_error& e) {
         // A socket is set but the gRPC module is missing: say so at start, not at every scrape.
-        throw exporter::ConfigError(s.origin(st.cri_socket.empty() ? "podresources-socket" : "cri-socket") +
-                                    ": key 'collectors.workload': " + e.what());
+        throw s.error(st.cri_socket.empty() ? "podresources-socket" : "cri-socket", e.what());
       }
     },
 });

@@ -73,7 +73,6 @@ class Discoverer {
  public:
   explicit Discoverer(DiscoveryOptions opts);  // throws std::regex_error on bad patterns
   std::shared_ptr<const HostModel> discover() const;
-  const DiscoveryOptions& options() const { return opts_; }
 
  private:
   struct Walked;

@@ -34,7 +34,7 @@ std::optional<Rate> parse_rate(std::string_view raw);
 // True for the legacy literal a failed PMA read printed before ~4.20.
 bool is_not_available(std::string_view raw);
 
-// "0c42:a103:0040:29a0" -> canonical 0x0c42a1030040029a0 style string "0x0c42a103004029a0".
+// "0c42:a103:0040:29a0" -> "0x0c42a103004029a0" (lower case).
 std::optional<std::string> parse_guid(std::string_view raw);
 
 }  // namespace rdma::sysfs

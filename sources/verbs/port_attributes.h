@@ -39,7 +39,6 @@ class PortAttributeReader {
   ibv_context* context_for(const std::string& device);
   std::mutex mu_;
   std::map<std::string, ibv_context*> contexts_;
-  bool listed_ = false;
   bool unavailable_ = false;
 };
 

@@ -35,8 +35,8 @@ class Cli(unittest.TestCase):
         self.assertIn("usage: rdma_exporter", err)
 
     def test_bad_values(self):
-        for args, needle in [(["--log.level=loud"], "invalid --log.level 'loud'"),
-                             (["--log.format=xml"], "invalid --log.format 'xml'"),
+        for args, needle in [(["--log.level=loud"], "flag --log.level: must be debug, info, warn or error, got 'loud'"),
+                             (["--log.format=xml"], "flag --log.format: must be logfmt or json, got 'xml'"),
                              (["--scrape.timeout=fast"], "flag --scrape.timeout"),
                              (["--device.include=("], "invalid device regular expression"),
                              (["--web.listen-address=[::1]:9661"], "IPv6")]:
