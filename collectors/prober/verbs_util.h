@@ -1,50 +1,23 @@
-// Verbs and handshake plumbing shared by the prober's transport (verbs_transport.cpp) and the
-// on-demand probe sessions (probe_session.cpp): blocking frame I/O with a deadline, a TCP connect
-// to a responder, RC queue pair creation and INIT -> RTR -> RTS, and the source GID choice.
+// Verbs device resources shared by the prober's transport (verbs_transport.cpp), its responder
+// (responder.cpp) and the on-demand probe sessions (probe_session.cpp): the devices the prober
+// opens with their PD, CQs and probe buffers, RC queue pair creation and INIT -> RTR -> RTS, and
+// the source GID choice. The socket side of the handshake is handshake_io.h.
 #pragma once
 
 #include <infiniband/verbs.h>
-#include <sys/socket.h>
 
-#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "collectors/prober/handshake.h"
 
 namespace rdma::collectors::prober {
 
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f = -1) : fd(f) {}
-  Fd(Fd&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
-  Fd& operator=(Fd&& o) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd();
-  int release() { return std::exchange(fd, -1); }
-};
-
-using Deadline = std::chrono::steady_clock::time_point;
-
-// Reads one frame: header, then exactly the announced size. Never allocates more than a frame.
-// On failure `why` is handshake_io or handshake_bad_header.
-std::optional<std::vector<std::uint8_t>> read_frame(int fd, Deadline d, std::string& why);
-bool send_frame(int fd, const std::vector<std::uint8_t>& f, Deadline d);
-
-// Non-blocking TCP connect to a numeric address (IPv4 or IPv6), TCP_NODELAY. On failure an
-// invalid Fd and `why`: bad_address or connect.
-Fd tcp_connect(const std::string& address, std::uint16_t port, Deadline d, std::string& why);
-
 // A failed work completion as an error label: completion_retry_exceeded, completion_flushed, ...
 std::string wc_reason(ibv_wc_status s);
-
-bool v4_mapped(const std::uint8_t* gid);
-// The TCP address as a GID (IPv4-mapped for IPv4).
-std::optional<Gid> address_gid(const sockaddr_storage& ss);
 
 // A port as the prober uses it.
 struct VerbsPort {
@@ -57,6 +30,41 @@ struct VerbsPort {
 };
 // The InfiniBand and Ethernet ports of an open device.
 std::vector<VerbsPort> query_ports(ibv_context* ctx, std::uint32_t port_count);
+
+// A device the prober probes from and answers on: its PD, the probes' CQ on a completion
+// channel, an idle CQ for responder QPs, the probe source buffer and the buffer peers write to.
+struct ProbeDevice {
+  std::string name;
+  ibv_context* ctx = nullptr;
+  ibv_pd* pd = nullptr;
+  ibv_comp_channel* channel = nullptr;
+  ibv_cq* cq = nullptr;         // the probes' send CQ (classic, or the ibv_cq_ex below)
+  ibv_cq_ex* cqx = nullptr;     // set when completion timestamps are used
+  ibv_cq* idle_cq = nullptr;    // responder QPs: never gets completions
+  std::uint64_t clock_khz = 0, ts_mask = 0;
+  std::vector<std::uint8_t> src, dst;
+  ibv_mr* src_mr = nullptr;
+  ibv_mr* dst_mr = nullptr;
+  std::vector<VerbsPort> ports;
+  // The transport's loop thread only. outstanding: probes posted on live connections and not yet
+  // polled; armed: ibv_req_notify_cq done and its event not yet read. The CQ is armed only before
+  // a sleep with probes outstanding, so that a completion found by polling costs no wake-up.
+  std::uint64_t outstanding = 0;
+  bool armed = false;
+
+  ProbeDevice() = default;
+  ProbeDevice(const ProbeDevice&) = delete;
+  ProbeDevice& operator=(const ProbeDevice&) = delete;
+  ~ProbeDevice();
+  const VerbsPort* port(std::uint32_t n) const;
+};
+
+// Opens every device whose name matches `device_regex` (empty: all) and has an InfiniBand or
+// Ethernet port, with `payload`-byte buffers; completion timestamps where the device has them.
+// Devices that cannot be set up are skipped with a line in `problems`; `no_devices` says why when
+// the system lists no RDMA device at all.
+std::vector<std::unique_ptr<ProbeDevice>> open_probe_devices(const std::string& device_regex, std::size_t payload,
+                                                             std::string& no_devices, std::vector<std::string>& problems);
 
 // An RC queue pair on `cq` for RDMA WRITEs.
 ibv_qp* create_qp(ibv_pd* pd, ibv_cq* cq, std::uint32_t max_send_wr = 16);

@@ -1,0 +1,146 @@
+#include "collectors/prober/handshake_io.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace rdma::collectors::prober {
+
+namespace {
+int ms_left(Deadline d) {
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d - std::chrono::steady_clock::now()).count();
+  return ms < 0 ? 0 : static_cast<int>(ms);
+}
+
+bool io_all(int fd, std::uint8_t* p, std::size_t n, Deadline d, bool write) {
+  while (n > 0) {
+    pollfd pfd{fd, static_cast<short>(write ? POLLOUT : POLLIN), 0};
+    int r = ::poll(&pfd, 1, ms_left(d));
+    if (r <= 0) return false;
+    ssize_t k = write ? ::send(fd, p, n, MSG_NOSIGNAL) : ::recv(fd, p, n, 0);
+    if (k < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (k <= 0) return false;
+    p += k;
+    n -= static_cast<std::size_t>(k);
+  }
+  return true;
+}
+}  // namespace
+
+Fd& Fd::operator=(Fd&& o) noexcept {
+  if (this != &o) {
+    if (fd >= 0) ::close(fd);
+    fd = std::exchange(o.fd, -1);
+  }
+  return *this;
+}
+
+Fd::~Fd() {
+  if (fd >= 0) ::close(fd);
+}
+
+std::optional<std::vector<std::uint8_t>> read_frame(int fd, Deadline d, std::string& why) {
+  std::vector<std::uint8_t> b(kHeaderSize);
+  if (!io_all(fd, b.data(), b.size(), d, false)) return why = "handshake_io", std::nullopt;
+  auto size = frame_size(b);
+  if (!size) return why = "handshake_bad_header", std::nullopt;
+  b.resize(*size);
+  if (!io_all(fd, b.data() + kHeaderSize, *size - kHeaderSize, d, false)) return why = "handshake_io", std::nullopt;
+  return b;
+}
+
+bool send_frame(int fd, const std::vector<std::uint8_t>& f, Deadline d) {
+  auto copy = f;
+  return io_all(fd, copy.data(), copy.size(), d, true);
+}
+
+Fd tcp_connect(const std::string& address, std::uint16_t port, Deadline deadline, std::string& why) {
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  if (address.find(':') == std::string::npos) {
+    auto& s4 = reinterpret_cast<sockaddr_in&>(ss);
+    s4.sin_family = AF_INET;
+    s4.sin_port = htons(port);
+    if (inet_pton(AF_INET, address.c_str(), &s4.sin_addr) != 1) return why = "bad_address", Fd{};
+    len = sizeof s4;
+  } else {
+    auto& s6 = reinterpret_cast<sockaddr_in6&>(ss);
+    s6.sin6_family = AF_INET6;
+    s6.sin6_port = htons(port);
+    if (inet_pton(AF_INET6, address.c_str(), &s6.sin6_addr) != 1) return why = "bad_address", Fd{};
+    len = sizeof s6;
+  }
+  Fd s(socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (s.fd < 0) return why = "connect", Fd{};
+  int one = 1;
+  setsockopt(s.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (::connect(s.fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
+    if (errno != EINPROGRESS) return why = "connect", Fd{};
+    pollfd pfd{s.fd, POLLOUT, 0};
+    int err = 0;
+    socklen_t el = sizeof err;
+    if (::poll(&pfd, 1, ms_left(deadline)) <= 0 || getsockopt(s.fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err != 0)
+      return why = "connect", Fd{};
+  }
+  return s;
+}
+
+Fd listen_socket(const HostPort& at) {
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  const std::string& host = at.host;
+  if (host.find(':') != std::string::npos) {
+    auto& s6 = reinterpret_cast<sockaddr_in6&>(ss);
+    s6.sin6_family = AF_INET6;
+    s6.sin6_port = htons(at.port);
+    if (inet_pton(AF_INET6, host.c_str(), &s6.sin6_addr) != 1) throw std::runtime_error("bad listen address " + host);
+    len = sizeof s6;
+  } else if (!host.empty()) {
+    auto& s4 = reinterpret_cast<sockaddr_in&>(ss);
+    s4.sin_family = AF_INET;
+    s4.sin_port = htons(at.port);
+    if (inet_pton(AF_INET, host.c_str(), &s4.sin_addr) != 1) throw std::runtime_error("bad listen address " + host);
+    len = sizeof s4;
+  } else {
+    auto& s6 = reinterpret_cast<sockaddr_in6&>(ss);
+    s6.sin6_family = AF_INET6;
+    s6.sin6_port = htons(at.port);
+    s6.sin6_addr = in6addr_any;
+    len = sizeof s6;
+  }
+  Fd s(socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  int one = 1, zero = 0;
+  setsockopt(s.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (ss.ss_family == AF_INET6 && host.empty()) setsockopt(s.fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+  if (s.fd < 0 || bind(s.fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 || listen(s.fd, 64) != 0)
+    throw std::runtime_error("cannot listen on " + (host.empty() ? std::string("*") : host) + ":" +
+                             std::to_string(at.port) + ": " + std::strerror(errno));
+  return s;
+}
+
+bool v4_mapped(const std::uint8_t* g) {
+  static const std::uint8_t p[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  return std::memcmp(g, p, 12) == 0;
+}
+
+std::optional<Gid> address_gid(const sockaddr_storage& ss) {
+  Gid g{};
+  if (ss.ss_family == AF_INET) {
+    g[10] = g[11] = 0xff;
+    std::memcpy(g.data() + 12, &reinterpret_cast<const sockaddr_in&>(ss).sin_addr, 4);
+    return g;
+  }
+  if (ss.ss_family == AF_INET6) {
+    std::memcpy(g.data(), &reinterpret_cast<const sockaddr_in6&>(ss).sin6_addr, 16);
+    return g;
+  }
+  return std::nullopt;
+}
+
+}  // namespace rdma::collectors::prober
