@@ -91,36 +91,50 @@ Fd tcp_connect(const std::string& address, std::uint16_t port, Deadline deadline
   return s;
 }
 
-Fd listen_socket(const HostPort& at) {
-  sockaddr_storage ss{};
-  socklen_t len = 0;
-  const std::string& host = at.host;
-  if (host.find(':') != std::string::npos) {
+namespace {
+// Fills `ss` for `host` (numeric; empty: the family's any address). False for a bad address.
+bool listen_address(const std::string& host, int family, std::uint16_t port, sockaddr_storage& ss, socklen_t& len) {
+  ss = {};
+  if (family == AF_INET6) {
     auto& s6 = reinterpret_cast<sockaddr_in6&>(ss);
     s6.sin6_family = AF_INET6;
-    s6.sin6_port = htons(at.port);
-    if (inet_pton(AF_INET6, host.c_str(), &s6.sin6_addr) != 1) throw std::runtime_error("bad listen address " + host);
-    len = sizeof s6;
-  } else if (!host.empty()) {
-    auto& s4 = reinterpret_cast<sockaddr_in&>(ss);
-    s4.sin_family = AF_INET;
-    s4.sin_port = htons(at.port);
-    if (inet_pton(AF_INET, host.c_str(), &s4.sin_addr) != 1) throw std::runtime_error("bad listen address " + host);
-    len = sizeof s4;
-  } else {
-    auto& s6 = reinterpret_cast<sockaddr_in6&>(ss);
-    s6.sin6_family = AF_INET6;
-    s6.sin6_port = htons(at.port);
+    s6.sin6_port = htons(port);
     s6.sin6_addr = in6addr_any;
     len = sizeof s6;
+    return host.empty() || inet_pton(AF_INET6, host.c_str(), &s6.sin6_addr) == 1;
   }
-  Fd s(socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  auto& s4 = reinterpret_cast<sockaddr_in&>(ss);
+  s4.sin_family = AF_INET;
+  s4.sin_port = htons(port);
+  s4.sin_addr.s_addr = htonl(INADDR_ANY);
+  len = sizeof s4;
+  return host.empty() || inet_pton(AF_INET, host.c_str(), &s4.sin_addr) == 1;
+}
+}  // namespace
+
+Fd listen_socket(const HostPort& at, int (*make_socket)(int, int, int)) {
+  const std::string& host = at.host;
+  // Any address: one dual-stack IPv6 socket (IPV6_V6ONLY off) where the kernel has IPv6, else
+  // IPv4 only (a kernel booted with ipv6.disable=1 has no AF_INET6 sockets at all).
+  int family = host.empty() || host.find(':') != std::string::npos ? AF_INET6 : AF_INET;
+  Fd s(make_socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (s.fd < 0 && host.empty() && errno == EAFNOSUPPORT) {
+    family = AF_INET;
+    s = Fd(make_socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  }
+  const int socket_errno = errno;
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  if (!listen_address(host, family, at.port, ss, len)) throw std::runtime_error("bad listen address " + host);
+  auto fail = [&](int err) {
+    return std::runtime_error("cannot listen on " + (host.empty() ? std::string("*") : host) + ":" +
+                              std::to_string(at.port) + ": " + std::strerror(err));
+  };
+  if (s.fd < 0) throw fail(socket_errno);
   int one = 1, zero = 0;
   setsockopt(s.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (ss.ss_family == AF_INET6 && host.empty()) setsockopt(s.fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-  if (s.fd < 0 || bind(s.fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 || listen(s.fd, 64) != 0)
-    throw std::runtime_error("cannot listen on " + (host.empty() ? std::string("*") : host) + ":" +
-                             std::to_string(at.port) + ": " + std::strerror(errno));
+  if (family == AF_INET6 && host.empty()) setsockopt(s.fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+  if (bind(s.fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 || listen(s.fd, 64) != 0) throw fail(errno);
   return s;
 }
 

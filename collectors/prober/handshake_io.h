@@ -39,9 +39,11 @@ bool send_frame(int fd, const std::vector<std::uint8_t>& f, Deadline d);
 // invalid Fd and `why`: bad_address or connect.
 Fd tcp_connect(const std::string& address, std::uint16_t port, Deadline d, std::string& why);
 
-// The responder's non-blocking listening socket on `at` (empty host: any address). Throws
-// std::runtime_error naming the address when it cannot listen.
-Fd listen_socket(const HostPort& at);
+// The responder's non-blocking listening socket on `at`. An empty host is any address: IPv6 and
+// IPv4 on one dual-stack socket, or IPv4 alone where the kernel has no IPv6. Throws
+// std::runtime_error naming the address when it cannot listen. `make_socket` is socket(2)
+// (tests pass one that fails like a kernel without IPv6).
+Fd listen_socket(const HostPort& at, int (*make_socket)(int, int, int) = ::socket);
 
 bool v4_mapped(const std::uint8_t* gid);
 // The TCP address as a GID (IPv4-mapped for IPv4).
