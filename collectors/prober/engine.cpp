@@ -139,7 +139,29 @@ void Engine::teardown(Link& l, TimePoint now, const std::string& reason) {
   l.retry_at = now + l.backoff;
 }
 
+void Engine::park(Link& l) {
+  due_valid_ = false;
+  if (l.state != State::kIdle && l.state != State::kSelf) transport_.close(l.id);
+  l.in_flight.clear();  // neither lost nor late: the local port went away under them
+  if (l.state != State::kSelf) l.state = State::kIdle;
+  l.last_ok = true;
+  l.backoff = std::chrono::milliseconds(0);
+}
+
+void Engine::set_local_state(const LocalPort& local, bool up) {
+  if (up == !down_.count(local)) return;
+  due_valid_ = false;  // parked links are due again (kIdle connects at once)
+  if (up) {
+    down_.erase(local);
+    return;
+  }
+  down_.insert(local);
+  for (auto& [id, l] : links_)
+    if (l.local == local) park(l);
+}
+
 void Engine::handle(const TransportEvent& e) {
+  if (e.kind == TransportEvent::Kind::kPortState) return set_local_state(e.local, e.ok);
   auto it = links_.find(e.link);
   if (it == links_.end()) {
     if (e.kind == TransportEvent::Kind::kCompletion) ++late_;
@@ -169,6 +191,7 @@ void Engine::handle(const TransportEvent& e) {
       }
       teardown(l, e.at, e.reason.empty() ? "connect" : e.reason);
       return;
+    case TransportEvent::Kind::kPortState: return;  // handled above
     case TransportEvent::Kind::kCompletion: {
       auto p = std::find_if(l.in_flight.begin(), l.in_flight.end(), [&e](const Probe& x) { return x.id == e.probe; });
       if (p == l.in_flight.end() || l.state != State::kUp) {
@@ -219,6 +242,7 @@ void Engine::tick(TimePoint now) {
 }
 
 void Engine::tick_link(Link& l, TimePoint now) {
+  if (down_.count(l.local)) return;  // parked
   switch (l.state) {
     case State::kSelf: break;
     case State::kBackoff:
@@ -263,6 +287,7 @@ void Engine::tick_link(Link& l, TimePoint now) {
 
 TimePoint Engine::link_next(const Link& l, TimePoint now) const {
   TimePoint next = TimePoint::max();
+  if (down_.count(l.local)) return next;  // parked until the port's state changes
   switch (l.state) {
     case State::kSelf: break;
     case State::kIdle: return now;
@@ -299,6 +324,7 @@ Snapshot Engine::snapshot() const {
   s.links = links_.size();
   s.late_completions = late_;
   s.link_limit_hits = link_limit_hits_;
+  for (const auto& l : locals_) s.local_ports.emplace_back(l, !down_.count(l));
   std::map<std::string, GroupView> groups;
   if (s.aggregated)
     for (const auto& p : peers_)
@@ -321,7 +347,8 @@ Snapshot Engine::snapshot() const {
       ++g.probed;
       g.up += up;
     } else {
-      s.peers.push_back({l.local, l.peer.name, l.peer.group, up, l.connect_seconds, st == stats_.end() ? Stats{} : st->second});
+      s.peers.push_back({l.local, l.peer.name, l.peer.group, up, !down_.count(l.local), l.connect_seconds,
+                         st == stats_.end() ? Stats{} : st->second});
     }
   }
   for (auto& [key, g] : groups) {

@@ -9,7 +9,8 @@
 // A probe that does not complete successfully within `timeout` (no completion, or an error
 // completion) is lost. An error completion, a failed post or too many probes in flight tear the
 // link down; it reconnects with exponential backoff. Peers that leave are dropped (their series
-// go away); a peer that returns starts afresh.
+// go away); a peer that returns starts afresh. A local port that leaves ACTIVE parks its links
+// (kIdle, QP closed, probes in flight dropped uncounted) until it is ACTIVE again.
 #pragma once
 
 #include <chrono>
@@ -18,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,7 +57,8 @@ struct ConnectRequest {
 };
 
 struct TransportEvent {
-  enum class Kind : std::uint8_t { kConnected, kConnectFailed, kCompletion };
+  // kPortState: `local` became ACTIVE (ok) or left ACTIVE (!ok); `link` is unused.
+  enum class Kind : std::uint8_t { kConnected, kConnectFailed, kCompletion, kPortState };
   Kind kind = Kind::kCompletion;
   std::uint64_t link = 0;
   std::uint64_t probe = 0;     // kCompletion
@@ -64,6 +67,7 @@ struct TransportEvent {
   TimePoint at{};              // when the transport saw it (completion: right after the poll)
   std::optional<double> nic_seconds;  // kCompletion: NIC-clock round trip when timestamps exist
   bool self = false;           // kConnectFailed: the responder is this process
+  LocalPort local;             // kPortState
 };
 
 class Transport {
@@ -114,6 +118,7 @@ struct PeerView {  // per-peer mode
   LocalPort local;
   std::string peer, group;
   bool up = false;
+  bool local_up = true;  // the local port is ACTIVE (else the link is parked, not probed)
   double connect_seconds = -1;  // last handshake duration, <0 = never connected
   Stats stats;
 };
@@ -126,6 +131,7 @@ struct GroupView {  // aggregated mode
 
 struct Snapshot {
   bool aggregated = false;
+  std::vector<std::pair<LocalPort, bool>> local_ports;  // every local port, ACTIVE or not
   std::vector<double> buckets;
   std::vector<PeerView> peers;
   std::vector<GroupView> groups;
@@ -147,6 +153,7 @@ class Engine {
   Snapshot snapshot() const;
 
   enum class State : std::uint8_t { kIdle, kConnecting, kUp, kBackoff, kSelf };
+  bool local_up(const LocalPort& l) const { return !down_.count(l); }
   // For tests: the state of the link between `peer` (name) and `local`.
   std::optional<State> state(const std::string& peer, const LocalPort& local) const;
 
@@ -175,6 +182,8 @@ class Engine {
   bool wanted(const PeerSpec& p, const LocalPort& l) const;
   void rebuild_links(TimePoint now);
   void teardown(Link& l, TimePoint now, const std::string& reason);
+  void set_local_state(const LocalPort& local, bool up);
+  void park(Link& l);
   void finish_probe(Link& l, std::size_t idx, const TransportEvent& e);
   TimePoint jittered(TimePoint from);
   void tick_link(Link& l, TimePoint now);
@@ -184,6 +193,9 @@ class Engine {
   EngineConfig cfg_;
   Transport& transport_;
   std::vector<LocalPort> locals_;
+  // Local ports not ACTIVE: their links are parked (no QP, not probed, nothing counted) until the
+  // port is ACTIVE again, so a pulled cable never reads as every peer lost.
+  std::set<LocalPort> down_;
   std::vector<PeerSpec> peers_;
   std::size_t rotation_ = 0;          // first peer of the current sample
   TimePoint rotated_at_{};

@@ -115,7 +115,7 @@ std::string ProbeSession::connect(Qp& q, Deadline deadline, std::string& peer) {
   auto* acc = std::get_if<Accept>(&*dec.message);
   if (!acc) return "handshake_bad_type";
   if (acc->endpoint.length < m_.size) return "handshake_short_buffer";
-  if (auto err = connect_qp(q.qp, port_, sgid_, h.endpoint.psn, acc->endpoint); !err.empty()) return err;
+  if (auto err = connect_qp(q.qp, port_, sgid_, h.endpoint.psn, acc->endpoint, {m_.traffic_class, m_.service_level}); !err.empty()) return err;
   q.remote = acc->endpoint;
   peer = acc->name;
   return "";

@@ -164,10 +164,16 @@ class ProberCollector final : public exporter::Collector {
     out.gauge("rdma_prober_completion_timestamps", "1 when a device gives completion timestamps (NIC RTT reported apart).", {},
               p.transport.timestamps ? 1.0 : 0.0);
 
+    for (const auto& [local, up] : s.local_ports)
+      out.gauge("rdma_prober_local_port_up",
+                "1 when the local port is ACTIVE and probes from it; 0: its links are parked (no rdma_prober_peer_up).",
+                {{"device", local.device}, {"port", std::to_string(local.port)}}, up ? 1 : 0);
     for (const auto& v : s.peers) {
       Labels l{{"device", v.local.device}, {"port", std::to_string(v.local.port)}, {"peer", v.peer}, {"group", v.group}};
       write_stats(s.buckets, v.stats, l, "rdma_prober_", out);
-      out.gauge("rdma_prober_peer_up", "1 when the link to the peer is connected and its last probe succeeded.", l, v.up ? 1 : 0);
+      // A link parked by a local port that is not ACTIVE says nothing about the peer.
+      if (v.local_up)
+        out.gauge("rdma_prober_peer_up", "1 when the link to the peer is connected and its last probe succeeded.", l, v.up ? 1 : 0);
       if (v.connect_seconds >= 0)
         out.gauge("rdma_prober_connect_duration_seconds", "Duration of the last successful handshake and QP setup.", l,
                   v.connect_seconds);
@@ -232,9 +238,9 @@ class ProberCollector final : public exporter::Collector {
     std::vector<TransportEvent> events;
     TimePoint last_publish{};
     int timeout_ms = 0;
+    transport_->port_events(events, true);  // ports not ACTIVE at start are parked from the first tick
     while (running_) {
-      events.clear();
-      transport_->wait(timeout_ms, events);
+      transport_->wait(events.empty() ? timeout_ms : 0, events);
       const auto now = Clock::now();
       bool force = false;
       {
@@ -247,8 +253,10 @@ class ProberCollector final : public exporter::Collector {
         }
       }
       for (const auto& e : events) engine_->handle(e);
+      events.clear();
       engine_->tick(now);
       if (force || now - last_publish >= std::chrono::seconds(1)) {
+        transport_->port_events(events, false);  // handled in the next round (wait() does not sleep then)
         auto p = std::make_shared<Published>();
         p->snap = engine_->snapshot();
         transport_->sample_loop_cpu();
@@ -341,6 +349,10 @@ Settings settings_from(const exporter::CollectorSettings& s) {
   t.responder_max_qps = static_cast<std::size_t>(positive(s, "responder-max-qps", 65536));
   t.handshake_timeout = e.connect_timeout;
   t.poll_window = parse_poll_window(s.string("poll-window"), s.origin("poll-window"));
+  const auto tc = s.integer("traffic-class"), sl = s.integer("service-level");
+  if (tc < 0 || tc > 255) throw ConfigError(s.origin("traffic-class") + ": collectors.prober.traffic_class must be 0..255");
+  if (sl < 0 || sl > 15) throw ConfigError(s.origin("service-level") + ": collectors.prober.service_level must be 0..15");
+  t.traffic_class = {static_cast<std::uint8_t>(tc), static_cast<std::uint8_t>(sl)};
   t.node_name = s.string("node-name");
   if (t.node_name.empty()) {
     char host[256] = {};
@@ -397,6 +409,10 @@ RDMA_REGISTER_COLLECTOR({
             {"poll-window", exporter::OptionType::kString, "50us",
              "After posting a probe, poll the CQ this long (e.g. 100us, 0 = never) before sleeping on the completion "
              "channel; costs at most this much CPU per probe."},
+            {"traffic-class", exporter::OptionType::kInt, "0",
+             "Traffic class of probes and answers: the IP TOS byte on RoCE v2 (DSCP * 4 + ECN; NCCL_IB_TC=106 is DSCP 26, "
+             "ECN capable), the GRH traffic class on InfiniBand."},
+            {"service-level", exporter::OptionType::kInt, "0", "InfiniBand service level (0..15) of probes and answers."},
             {"buckets", exporter::OptionType::kStringList,
              "0.000001,0.000002,0.000005,0.00001,0.00002,0.00005,0.0001,0.0002,0.0005,0.001,0.002,0.005,0.01,0.02,0.05,0.1",
              "RTT histogram bounds in seconds."},

@@ -19,7 +19,7 @@ namespace {
 // The local port that answers a hello: the one whose GID is the address the prober connected
 // to (RoCE), else the first port of the prober's kind with a GID of the same family.
 int pick_responder_port(const std::vector<std::unique_ptr<ProbeDevice>>& devices, int fd, const Hello& h, ProbeDevice*& dev,
-                        const VerbsPort*& port, Gid& gid) {
+                        VerbsPort& port, Gid& gid) {
   sockaddr_storage local{};
   socklen_t ll = sizeof local;
   std::optional<Gid> want;
@@ -27,12 +27,13 @@ int pick_responder_port(const std::vector<std::unique_ptr<ProbeDevice>>& devices
   const bool peer_v4 = v4_mapped(h.endpoint.gid.data());
   for (int pass = 0; pass < 2; ++pass)
     for (auto& d : devices)
-      for (const auto& p : d->ports) {
+      for (const auto& p : d->ports()) {
         if (p.ib == static_cast<bool>(h.endpoint.is_global)) continue;  // RoCE peers route globally, IB ones by LID
+        if (!p.active) continue;  // a DOWN port answers nothing
         int g = p.ib ? choose_gid(d->ctx, p, 0, false, std::nullopt, gid)
                      : choose_gid(d->ctx, p, -1, peer_v4, pass == 0 ? want : std::nullopt, gid);
         if (g >= 0) {
-          dev = d.get(), port = &p;
+          dev = d.get(), port = p;
           return g;
         }
       }
@@ -104,7 +105,7 @@ std::string Responder::answer_hello(ServedQp& s, std::size_t served, std::size_t
   if (session && opts_.secret.empty()) return reject(RejectReason::kNoSecret, h->nonce);
   if (session && session_bytes + session->buffer_bytes > opts_.session_max_bytes) return reject(RejectReason::kBusy, h->nonce);
   ProbeDevice* dev = nullptr;
-  const VerbsPort* port = nullptr;
+  VerbsPort port;
   Gid gid{};
   int sgid = pick_responder_port(devices_, fd, *h, dev, port, gid);
   if (!dev) return reject(RejectReason::kNoPort, h->nonce);
@@ -122,13 +123,13 @@ std::string Responder::answer_hello(ServedQp& s, std::size_t served, std::size_t
   a.endpoint.qpn = s.qp->qp_num;
   a.endpoint.psn = random_psn();
   a.endpoint.gid = gid;
-  a.endpoint.lid = port->lid;
-  a.endpoint.mtu = port->mtu;
-  a.endpoint.is_global = port->ib ? 0 : 1;
+  a.endpoint.lid = port.lid;
+  a.endpoint.mtu = port.mtu;
+  a.endpoint.is_global = port.ib ? 0 : 1;
   a.endpoint.addr = addr;
   a.endpoint.rkey = rkey;
   a.endpoint.length = length;
-  if (auto err = connect_qp(s.qp, *port, sgid, a.endpoint.psn, h->endpoint); !err.empty())
+  if (auto err = connect_qp(s.qp, port, sgid, a.endpoint.psn, h->endpoint, opts_.traffic_class); !err.empty())
     return reject(RejectReason::kQpSetup, h->nonce);
   if (!send_frame(fd, encode_frame(a, opts_.secret, h->nonce), deadline)) return "io";
   return session ? "ok_session" : "ok";

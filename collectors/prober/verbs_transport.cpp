@@ -68,7 +68,7 @@ VerbsTransport::~VerbsTransport() {
 std::vector<LocalPort> VerbsTransport::local_ports() const {
   std::vector<LocalPort> out;
   for (const auto& d : devices_)
-    for (const auto& p : d->ports) out.push_back({d->name, p.num});
+    for (const auto& p : d->ports()) out.push_back({d->name, p.num});
   return out;
 }
 
@@ -82,14 +82,18 @@ void VerbsTransport::start() {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (epoll_fd_ < 0 || wake_fd_ < 0) throw std::runtime_error(std::string("epoll/eventfd: ") + std::strerror(errno));
+  // epoll data: 0 = the wake eventfd, 2i+2 = device i's completion channel, 2i+3 its async
+  // events (port state, LID and GID changes).
   epoll_event ev{};
   ev.events = EPOLLIN;
-  ev.data.ptr = nullptr;
+  ev.data.u64 = 0;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
-  for (auto& d : devices_) {
-    fcntl(d->channel->fd, F_SETFL, fcntl(d->channel->fd, F_GETFL) | O_NONBLOCK);
-    ev.data.ptr = d.get();
-    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, d->channel->fd, &ev);
+  for (std::size_t i = 0; i < devices_.size(); ++i) {
+    for (int fd : {devices_[i]->channel->fd, devices_[i]->ctx->async_fd}) {
+      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+      ev.data.u64 = 2 * i + (fd == devices_[i]->channel->fd ? 2 : 3);
+      epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+    }
   }
   responder_->start();
   connector_ = named_thread("prober-connect", [this] { connector_main(); });
@@ -167,12 +171,17 @@ void VerbsTransport::wait(int timeout_ms, std::vector<TransportEvent>& out) {
   int n = epoll_wait(epoll_fd_, evs, 16, timeout_ms);
   ++wakeups_;
   for (int i = 0; i < n; ++i) {
-    if (evs[i].data.ptr == nullptr) {
+    const std::uint64_t tag = evs[i].data.u64;
+    if (tag == 0) {
       std::uint64_t v;
       [[maybe_unused]] auto r = ::read(wake_fd_, &v, sizeof v);
       continue;
     }
-    ProbeDevice& d = *static_cast<ProbeDevice*>(evs[i].data.ptr);
+    ProbeDevice& d = *devices_[tag / 2 - 1];
+    if (tag % 2) {
+      device_events(d, out);
+      continue;
+    }
     ibv_cq* ev_cq = nullptr;
     void* ctx = nullptr;
     unsigned got = 0;
@@ -184,6 +193,41 @@ void VerbsTransport::wait(int timeout_ms, std::vector<TransportEvent>& out) {
     poll_cq(d, out);
   }
   take_events(out);
+}
+
+// The device's async events (non-blocking fd): a port that changed state, LID, GID table or SM
+// is queried again at once; the loop's one-second port_events() catches anything missed.
+void VerbsTransport::device_events(ProbeDevice& d, std::vector<TransportEvent>& out) {
+  ibv_async_event ae{};
+  bool ports = false;
+  while (ibv_get_async_event(d.ctx, &ae) == 0) {
+    switch (ae.event_type) {
+      case IBV_EVENT_PORT_ACTIVE:
+      case IBV_EVENT_PORT_ERR:
+      case IBV_EVENT_LID_CHANGE:
+      case IBV_EVENT_GID_CHANGE:
+      case IBV_EVENT_SM_CHANGE:
+      case IBV_EVENT_CLIENT_REREGISTER: ports = true; break;
+      default: break;
+    }
+    ibv_ack_async_event(&ae);
+  }
+  if (ports) port_changes(d, d.refresh_ports(), out);
+}
+
+void VerbsTransport::port_changes(const ProbeDevice& d, const std::vector<VerbsPort>& changed, std::vector<TransportEvent>& out) {
+  for (const auto& p : changed) {
+    TransportEvent e;
+    e.kind = TransportEvent::Kind::kPortState;
+    e.ok = p.active;
+    e.at = Clock::now();
+    e.local = {d.name, p.num};
+    out.push_back(std::move(e));
+  }
+}
+
+void VerbsTransport::port_events(std::vector<TransportEvent>& out, bool all) {
+  for (auto& d : devices_) port_changes(*d, all ? d->ports() : d->refresh_ports(), out);
 }
 
 void VerbsTransport::sample_loop_cpu() { loop_cpu_.store(thread_cpu_seconds(), std::memory_order_relaxed); }
@@ -334,7 +378,7 @@ void VerbsTransport::do_connect(const ConnectRequest& r, std::uint64_t attempt) 
     push_event(std::move(e));
   };
   ProbeDevice* d = device(r.local.device);
-  const VerbsPort* port = d ? d->port(r.local.port) : nullptr;
+  const std::optional<VerbsPort> port = d ? d->port(r.local.port) : std::nullopt;
   if (!port) return fail("no_local_port");
   const Deadline deadline = std::chrono::steady_clock::now() + opts_.handshake_timeout;
 
@@ -374,7 +418,7 @@ void VerbsTransport::do_connect(const ConnectRequest& r, std::uint64_t attempt) 
     return fail("rejected_" + std::string(reject_label(rej->reason)), rej->reason == RejectReason::kSelf);
   auto* acc = std::get_if<Accept>(&*reply.message);
   if (!acc) return fail("handshake_bad_type");
-  if (auto err = connect_qp(conn->qp, *port, sgid, h.endpoint.psn, acc->endpoint); !err.empty()) return fail(err);
+  if (auto err = connect_qp(conn->qp, *port, sgid, h.endpoint.psn, acc->endpoint, opts_.traffic_class); !err.empty()) return fail(err);
   conn->remote = acc->endpoint;
   conn->fd = std::move(s);
   {

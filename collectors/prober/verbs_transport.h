@@ -41,6 +41,9 @@ struct TransportOptions {
   // After posting, wait() polls the CQ for up to this long before it arms the completion channel
   // and sleeps in epoll (0: sleep at once). Bounded CPU: at most poll_window per probe.
   std::chrono::microseconds poll_window{50};
+  // The class of the prober's probes and of the responder's answers (its ACKs): the same on
+  // every node, as one config gives it.
+  TrafficClass traffic_class;
 };
 
 struct TransportCounters {
@@ -68,6 +71,10 @@ class VerbsTransport final : public Transport {
   // probes were posted since the last call, it first polls the CQs for up to poll_window; it arms
   // the completion channel and sleeps only when probes are still outstanding after that.
   void wait(int timeout_ms, std::vector<TransportEvent>& out);
+  // Queries every port again and appends a kPortState event for each whose ACTIVE state changed
+  // (all: for every port, as it is now). The loop calls it at start (all) and once a second;
+  // wait() does the same for a device that reports a port event.
+  void port_events(std::vector<TransportEvent>& out, bool all);
   // Records the calling (loop) thread's CPU time for counters(); the loop calls it once a second.
   void sample_loop_cpu();
   // Wakes wait() up (from another thread).
@@ -89,6 +96,8 @@ class VerbsTransport final : public Transport {
   void poll_fresh(std::vector<TransportEvent>& out);
   std::optional<TimePoint> post_locked(std::uint64_t link, std::uint64_t probe, std::string& reason);
   void take_events(std::vector<TransportEvent>& out);
+  void device_events(ProbeDevice& d, std::vector<TransportEvent>& out);
+  static void port_changes(const ProbeDevice& d, const std::vector<VerbsPort>& changed, std::vector<TransportEvent>& out);
   ProbeDevice* device(const std::string& name);
 
   TransportOptions opts_;

@@ -46,10 +46,33 @@ ProbeDevice::~ProbeDevice() {
   if (ctx) ibv_close_device(ctx);
 }
 
-const VerbsPort* ProbeDevice::port(std::uint32_t n) const {
-  for (const auto& p : ports)
-    if (p.num == n) return &p;
-  return nullptr;
+std::optional<VerbsPort> ProbeDevice::port(std::uint32_t n) const {
+  std::lock_guard lock(ports_mu_);
+  for (const auto& p : ports_)
+    if (p.num == n) return p;
+  return std::nullopt;
+}
+
+std::vector<VerbsPort> ProbeDevice::ports() const {
+  std::lock_guard lock(ports_mu_);
+  return ports_;
+}
+
+void ProbeDevice::set_ports(std::vector<VerbsPort> p) {
+  std::lock_guard lock(ports_mu_);
+  ports_ = std::move(p);
+}
+
+std::vector<VerbsPort> ProbeDevice::refresh_ports() {
+  std::vector<VerbsPort> fresh = query_ports(ctx, port_count), changed;
+  std::lock_guard lock(ports_mu_);
+  for (auto& p : ports_) {  // the set of ports stays the one found at open
+    auto f = std::find_if(fresh.begin(), fresh.end(), [&p](const VerbsPort& x) { return x.num == p.num; });
+    const VerbsPort now = f != fresh.end() ? *f : VerbsPort{p.num, p.ib, 0, p.mtu, p.gid_len, false};
+    if (now.active != p.active) changed.push_back(now);
+    p = now;
+  }
+  return changed;
 }
 
 std::vector<std::unique_ptr<ProbeDevice>> open_probe_devices(const std::string& device_regex, std::size_t payload,
@@ -108,8 +131,9 @@ std::vector<std::unique_ptr<ProbeDevice>> open_probe_devices(const std::string& 
       problems.push_back(name + ": cannot create CQs or register memory");
       continue;
     }
-    d->ports = query_ports(d->ctx, ax.orig_attr.phys_port_cnt);
-    if (!d->ports.empty()) out.push_back(std::move(d));
+    d->port_count = ax.orig_attr.phys_port_cnt;
+    d->set_ports(query_ports(d->ctx, d->port_count));
+    if (!d->ports().empty()) out.push_back(std::move(d));
   }
   ibv_free_device_list(list);
   return out;
@@ -129,7 +153,7 @@ ibv_qp* create_qp(ibv_pd* pd, ibv_cq* cq, std::uint32_t max_send_wr) {
 }
 
 std::string connect_qp(ibv_qp* qp, const VerbsPort& port, int sgid, std::uint32_t my_psn,
-                       const Endpoint& remote) {
+                       const Endpoint& remote, TrafficClass tc) {
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
   a.port_num = static_cast<std::uint8_t>(port.num);
@@ -144,11 +168,13 @@ std::string connect_qp(ibv_qp* qp, const VerbsPort& port, int sgid, std::uint32_
   a.min_rnr_timer = 12;
   a.ah_attr.port_num = static_cast<std::uint8_t>(port.num);
   a.ah_attr.dlid = remote.lid;
+  a.ah_attr.sl = tc.service_level;
   if (remote.is_global || !port.ib) {
     a.ah_attr.is_global = 1;
     std::memcpy(a.ah_attr.grh.dgid.raw, remote.gid.data(), 16);
     a.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(sgid);
     a.ah_attr.grh.hop_limit = 64;
+    a.ah_attr.grh.traffic_class = tc.traffic_class;
   }
   if (ibv_modify_qp(qp, &a,
                     IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,7 +46,7 @@ struct ProbeDevice {
   std::vector<std::uint8_t> src, dst;
   ibv_mr* src_mr = nullptr;
   ibv_mr* dst_mr = nullptr;
-  std::vector<VerbsPort> ports;
+  std::uint32_t port_count = 0;  // phys_port_cnt
   // The transport's loop thread only. outstanding: probes posted on live connections and not yet
   // polled; armed: ibv_req_notify_cq done and its event not yet read. The CQ is armed only before
   // a sleep with probes outstanding, so that a completion found by polling costs no wake-up.
@@ -56,7 +57,16 @@ struct ProbeDevice {
   ProbeDevice(const ProbeDevice&) = delete;
   ProbeDevice& operator=(const ProbeDevice&) = delete;
   ~ProbeDevice();
-  const VerbsPort* port(std::uint32_t n) const;
+  std::optional<VerbsPort> port(std::uint32_t n) const;
+  std::vector<VerbsPort> ports() const;
+  void set_ports(std::vector<VerbsPort> p);
+  // Queries the ports again (LID, MTU, state, GID table size: an SM assigns a LID late, a cable
+  // is pulled) and returns those whose ACTIVE state changed. Any thread.
+  std::vector<VerbsPort> refresh_ports();
+
+ private:
+  mutable std::mutex ports_mu_;  // ports_: read by the connector and responder, refreshed by the loop
+  std::vector<VerbsPort> ports_;
 };
 
 // Opens every device whose name matches `device_regex` (empty: all) and has an InfiniBand or
@@ -68,8 +78,17 @@ std::vector<std::unique_ptr<ProbeDevice>> open_probe_devices(const std::string& 
 
 // An RC queue pair on `cq` for RDMA WRITEs.
 ibv_qp* create_qp(ibv_pd* pd, ibv_cq* cq, std::uint32_t max_send_wr = 16);
+// The class a QP's packets travel in: RoCE v2 carries traffic_class as the IP TOS byte (DSCP <<
+// 2 | ECN), InfiniBand in the GRH; service_level is the InfiniBand SL (on RoCE the VLAN PCP
+// where a VLAN is used).
+struct TrafficClass {
+  std::uint8_t traffic_class = 0;
+  std::uint8_t service_level = 0;  // 0..15
+  bool operator==(const TrafficClass&) const = default;
+};
 // INIT -> RTR -> RTS towards `remote`. Returns an error label (qp_init, qp_rtr, qp_rts) or "".
-std::string connect_qp(ibv_qp* qp, const VerbsPort& port, int sgid, std::uint32_t my_psn, const Endpoint& remote);
+std::string connect_qp(ibv_qp* qp, const VerbsPort& port, int sgid, std::uint32_t my_psn, const Endpoint& remote,
+                       TrafficClass tc = {});
 // GID to use on a port: the configured index, else (RoCE) the RoCE v2 GID of the wanted family,
 // or the one equal to `want` when given. -1 = none.
 int choose_gid(ibv_context* ctx, const VerbsPort& port, int configured, bool v4, const std::optional<Gid>& want, Gid& out);

@@ -465,3 +465,69 @@ TEST_CASE("ticking only at next_deadline() does the same as ticking often (cache
     CHECK(a.peers[i].stats.errors == b.peers[i].stats.errors);
   }
 }
+
+TEST_CASE("a local port that leaves ACTIVE parks its links: not probed, nothing lost, back when ACTIVE") {
+  FakeTransport t;
+  const LocalPort other{"rxe1", 1};
+  Engine e(no_jitter(), t, {kPort, other});
+  auto port_state = [](const LocalPort& l, bool active) {
+    TransportEvent ev;
+    ev.kind = TransportEvent::Kind::kPortState;
+    ev.local = l;
+    ev.ok = active;
+    return ev;
+  };
+  e.set_peers({peer("b")}, T0);
+  t.now = T0;
+  e.tick(T0);
+  REQUIRE(t.connects.size() == 2);
+  for (const auto& c : t.connects) e.handle(connected(c.link, T0));
+  const auto link = t.connects[0].local == kPort ? t.connects[0].link : t.connects[1].link;
+  run_until(e, t, T0, T0 + 1001ms);  // one probe on each link, in flight
+  REQUIRE(t.posts.size() == 2);
+
+  // kPort goes DOWN with a probe in flight: its link is closed, the probe is dropped uncounted.
+  e.handle(port_state(kPort, false));
+  CHECK(e.state("b", kPort) == Engine::State::kIdle);
+  CHECK(t.closed == std::vector<std::uint64_t>{link});
+  CHECK_FALSE(e.local_up(kPort));
+  const auto posts_before = t.posts.size(), connects_before = t.connects.size();
+  run_until(e, t, t.now, T0 + 10s, true);
+  auto s = e.snapshot();
+  for (const auto& v : s.peers) {
+    if (v.local == kPort) {
+      CHECK_FALSE(v.local_up);
+      CHECK(v.stats.lost == 0);
+      CHECK(v.stats.sent == 1);
+      CHECK(v.stats.errors.empty());
+    } else {
+      CHECK(v.local_up);
+      CHECK(v.up);
+      CHECK(v.stats.sent > 5);
+    }
+  }
+  CHECK(s.local_ports == std::vector<std::pair<LocalPort, bool>>{{kPort, false}, {other, true}});
+  for (auto i = posts_before; i < t.posts.size(); ++i) CHECK(t.posts[i].first != link);  // only the other port probed
+  CHECK(t.connects.size() == connects_before);                                           // and no reconnect attempt
+  // A late completion of the dropped probe is ignored; a repeated DOWN changes nothing.
+  e.handle(completion(link, t.posts[0].second, t.now));
+  e.handle(port_state(kPort, false));
+  CHECK(t.closed.size() == 1);
+
+  // ACTIVE again: it connects at once and probes; the statistics continue where they were.
+  e.handle(port_state(kPort, true));
+  CHECK(e.local_up(kPort));
+  t.now += 1ms;
+  e.tick(t.now);
+  REQUIRE(t.connects.size() == connects_before + 1);
+  CHECK(t.connects.back().local == kPort);
+  e.handle(connected(t.connects.back().link, t.now));
+  run_until(e, t, t.now, t.now + 3s, true);
+  for (const auto& v : e.snapshot().peers)
+    if (v.local == kPort) {
+      CHECK(v.up);
+      CHECK(v.stats.sent >= 3);
+      CHECK(v.stats.lost == 0);
+      CHECK(v.stats.connects == 2);
+    }
+}
