@@ -55,8 +55,9 @@ struct Finding {
 // One Finding per rail present in `flows`, sorted by rail.
 std::vector<Finding> localize(const std::vector<FlowOutcome>& flows, const LocalizeSettings& s);
 
-// rdma_prober_fault{rail,verdict} (one series per verdict per rail, 1 for the rail's verdict)
-// and rdma_prober_link_lossy_flows{device,port,peer} (lossy flows of each link in the window).
+// Per rail rdma_prober_verdict{rail,verdict} (4 series: none, local_port, peer, path) and
+// rdma_prober_blamed{rail,verdict,subject} while a port or peer is blamed; per link
+// rdma_prober_link_flows_judged and rdma_prober_link_flows_lossy. Cardinality: docs/metrics.md.
 void write_localization_metrics(const std::vector<Finding>& findings, const std::vector<FlowOutcome>& flows,
                                 const LocalizeSettings& s, exporter::MetricSink& out);
 
