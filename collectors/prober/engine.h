@@ -21,7 +21,10 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
+
+#include "collectors/prober/localize.h"
 
 namespace rdma::collectors::prober {
 
@@ -54,6 +57,7 @@ struct ConnectRequest {
   std::uint64_t link = 0;
   PeerSpec peer;
   LocalPort local;
+  unsigned flow = 0;  // which of the link's flows (its own QP, so its own UDP source port)
 };
 
 struct TransportEvent {
@@ -93,6 +97,12 @@ struct EngineConfig {
   std::size_t sample_size = 64; // peers probed at a time beyond max_peers
   std::size_t max_links = 1024; // queue pairs this prober opens at most
   std::uint32_t max_in_flight = 4;  // probes posted but not completed on one QP before teardown
+  // ECMP coverage: RC QPs per link (peer x local port), each probed at `interval`; every
+  // flow_rotation one flow of each link is re-created (a new QP: a new UDP source port), so the
+  // 5-tuples probed change over time. 0: never.
+  std::uint32_t flows = 1;
+  std::chrono::milliseconds flow_rotation{0};
+  std::chrono::milliseconds window{30000};  // per-flow sent/lost windows for localize()
   std::uint64_t seed = 0;       // 0: random
 };
 
@@ -117,7 +127,7 @@ struct Stats {
 struct PeerView {  // per-peer mode
   LocalPort local;
   std::string peer, group;
-  bool up = false;
+  bool up = false;       // some flow is connected and its last probe succeeded
   bool local_up = true;  // the local port is ACTIVE (else the link is parked, not probed)
   double connect_seconds = -1;  // last handshake duration, <0 = never connected
   Stats stats;
@@ -132,6 +142,8 @@ struct GroupView {  // aggregated mode
 struct Snapshot {
   bool aggregated = false;
   std::vector<std::pair<LocalPort, bool>> local_ports;  // every local port, ACTIVE or not
+  std::vector<FlowOutcome> window;  // the last complete window, one entry per flow (empty before the first)
+  std::uint64_t windows = 0;        // complete windows so far
   std::vector<double> buckets;
   std::vector<PeerView> peers;
   std::vector<GroupView> groups;
@@ -154,8 +166,8 @@ class Engine {
 
   enum class State : std::uint8_t { kIdle, kConnecting, kUp, kBackoff, kSelf };
   bool local_up(const LocalPort& l) const { return !down_.count(l); }
-  // For tests: the state of the link between `peer` (name) and `local`.
-  std::optional<State> state(const std::string& peer, const LocalPort& local) const;
+  // For tests: the state of the link between `peer` (name) and `local` (flow 0).
+  std::optional<State> state(const std::string& peer, const LocalPort& local, unsigned flow = 0) const;
 
  private:
   struct Probe {
@@ -168,6 +180,7 @@ class Engine {
     std::uint64_t id;
     PeerSpec peer;
     LocalPort local;
+    unsigned flow = 0;
     State state = State::kIdle;
     TimePoint connect_started{}, retry_at{}, next_probe{};
     std::chrono::milliseconds backoff{0};
@@ -176,7 +189,13 @@ class Engine {
     double connect_seconds = -1;
     std::string stats_key;
     Stats* stats = nullptr;  // stats_[stats_key]: map nodes are stable, and a link's key is never erased
+    // The current window (localize()). A probe due while the flow is failing (backoff, or
+    // reconnecting after a failure) counts as sent and lost there: a dead peer looks lossy, not idle.
+    std::uint64_t window_sent = 0, window_lost = 0;
+    bool failing = false;       // torn down or failed to connect since it was last up
+    TimePoint missed_next{};    // failing: when the next probe would have been due
   };
+  using LinkKey = std::tuple<std::string, LocalPort, unsigned>;  // peer name, local port, flow
   std::string stats_key(const PeerSpec& p, const LocalPort& l) const;
   bool aggregated() const { return peers_.size() > cfg_.max_peers; }
   bool wanted(const PeerSpec& p, const LocalPort& l) const;
@@ -184,6 +203,8 @@ class Engine {
   void teardown(Link& l, TimePoint now, const std::string& reason);
   void set_local_state(const LocalPort& local, bool up);
   void park(Link& l);
+  void close_window(TimePoint now);
+  void rotate_flows(TimePoint now);
   void finish_probe(Link& l, std::size_t idx, const TransportEvent& e);
   TimePoint jittered(TimePoint from);
   void tick_link(Link& l, TimePoint now);
@@ -199,6 +220,11 @@ class Engine {
   std::vector<PeerSpec> peers_;
   std::size_t rotation_ = 0;          // first peer of the current sample
   TimePoint rotated_at_{};
+  TimePoint window_start_{}, flows_rotated_at_{};
+  bool started_ = false;              // window_start_ and flows_rotated_at_ are set
+  std::uint64_t flow_turn_ = 0;       // which flow index the next rotation re-creates
+  std::vector<FlowOutcome> last_window_;
+  std::uint64_t windows_ = 0;
   std::map<std::uint64_t, Link> links_;
   std::map<std::string, Stats> stats_;
   std::uint64_t next_link_ = 1, next_probe_ = 1;

@@ -15,6 +15,7 @@
 
 #include "collectors/prober/config.h"
 #include "collectors/prober/engine.h"
+#include "collectors/prober/localize.h"
 #include "collectors/prober/named_thread.h"
 #include "collectors/prober/probe_service.h"
 #include "collectors/prober/verbs_transport.h"
@@ -128,6 +129,11 @@ class ProberCollector final : public exporter::Collector {
  private:
   static void write(const Published& p, MetricSink& out) {
     const auto& s = p.snap;
+    // The verdicts of the last complete window (none before the first).
+    if (!s.window.empty()) {
+      const LocalizeSettings ls;
+      write_localization_metrics(localize(s.window, ls), s.window, ls, out);
+    }
     out.gauge("rdma_prober_aggregated",
               "1 when there are more peers than max_peers and series are per peer group over a rotating sample.", {},
               s.aggregated ? 1.0 : 0.0);
@@ -336,6 +342,9 @@ Settings settings_from(const exporter::CollectorSettings& s) {
   auto sample = s.integer("sample-size");
   e.sample_size = sample <= 0 ? e.max_peers : static_cast<std::size_t>(sample);
   e.max_links = static_cast<std::size_t>(positive(s, "max-qps", 65536));
+  e.flows = static_cast<std::uint32_t>(positive(s, "flows", 16));
+  e.flow_rotation = s.duration("flow-rotation");  // 0: never
+  e.window = duration(s, "window");
   out.peers_limit = static_cast<std::size_t>(positive(s, "peers-limit", 1000000));
   auto& t = out.transport;
   t.device_regex = s.string("device");
@@ -420,6 +429,11 @@ RDMA_REGISTER_COLLECTOR({
             {"sample-size", exporter::OptionType::kInt, "0", "Peers probed at a time beyond max-peers (0 = max-peers)."},
             {"rotate-interval", exporter::OptionType::kDuration, "1m", "How long a sample is probed before the next one."},
             {"max-qps", exporter::OptionType::kInt, "1024", "Most queue pairs this prober opens."},
+            {"flows", exporter::OptionType::kInt, "1",
+             "RC queue pairs per link (1..16), each its own UDP source port: ECMP paths probed per peer and local port."},
+            {"flow-rotation", exporter::OptionType::kDuration, "1m",
+             "With flows > 1: every this long, one flow of each link is re-created (a new QP, a new 5-tuple); 0 = never."},
+            {"window", exporter::OptionType::kDuration, "30s", "Window of the per-flow loss counts that fault localization judges."},
             {"responder-max-qps", exporter::OptionType::kInt, "1024", "Most queue pairs the responder accepts (then: busy)."},
             {"peers-limit", exporter::OptionType::kInt, "4096", "Most peers taken from the static list and DNS."},
             {"node-name", exporter::OptionType::kString, "", "Name sent in handshakes (default: host name)."},

@@ -418,7 +418,8 @@ void VerbsTransport::do_connect(const ConnectRequest& r, std::uint64_t attempt) 
     return fail("rejected_" + std::string(reject_label(rej->reason)), rej->reason == RejectReason::kSelf);
   auto* acc = std::get_if<Accept>(&*reply.message);
   if (!acc) return fail("handshake_bad_type");
-  if (auto err = connect_qp(conn->qp, *port, sgid, h.endpoint.psn, acc->endpoint, opts_.traffic_class); !err.empty()) return fail(err);
+  if (auto err = connect_qp(conn->qp, *port, sgid, h.endpoint.psn, acc->endpoint, opts_.traffic_class,
+                                 random_flow_label()); !err.empty()) return fail(err);
   conn->remote = acc->endpoint;
   conn->fd = std::move(s);
   {

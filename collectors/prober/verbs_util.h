@@ -87,8 +87,12 @@ struct TrafficClass {
   bool operator==(const TrafficClass&) const = default;
 };
 // INIT -> RTR -> RTS towards `remote`. Returns an error label (qp_init, qp_rtr, qp_rts) or "".
+// `flow_label` (20 bits) goes into the GRH: IPv6 carries it, and NICs that derive the RoCE v2
+// UDP source port from it (mlx5) spread QPs with different labels over ECMP paths.
 std::string connect_qp(ibv_qp* qp, const VerbsPort& port, int sgid, std::uint32_t my_psn, const Endpoint& remote,
-                       TrafficClass tc = {});
+                       TrafficClass tc = {}, std::uint32_t flow_label = 0);
+// A random non-zero 20-bit flow label.
+std::uint32_t random_flow_label();
 // GID to use on a port: the configured index, else (RoCE) the RoCE v2 GID of the wanted family,
 // or the one equal to `want` when given. -1 = none.
 int choose_gid(ibv_context* ctx, const VerbsPort& port, int configured, bool v4, const std::optional<Gid>& want, Gid& out);

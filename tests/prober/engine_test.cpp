@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <set>
 #include <tuple>
 
@@ -530,4 +531,102 @@ TEST_CASE("a local port that leaves ACTIVE parks its links: not probed, nothing 
       CHECK(v.stats.lost == 0);
       CHECK(v.stats.connects == 2);
     }
+}
+
+TEST_CASE("flows: several QPs per link, one peer view, per-flow windows for localization, rotation") {
+  FakeTransport t;
+  auto c = no_jitter();
+  c.flows = 3;
+  c.window = 10s;
+  c.flow_rotation = 20s;
+  Engine e(c, t, {kPort});
+  e.set_peers({peer("b")}, T0);
+  // Flow 1 is on a dead path: its probes never complete and, once torn down, its reconnects
+  // fail. The other flows complete every probe and connect at once.
+  std::size_t answered = 0;
+  auto advance = [&](TimePoint until) {
+    TimePoint now = t.now;
+    while (now < until) {
+      t.now = now;
+      auto before = t.posts.size();
+      e.tick(now);
+      for (; answered < t.connects.size(); ++answered) {
+        const auto& r = t.connects[answered];
+        TransportEvent ev = connected(r.link, now);
+        if (r.flow == 1 && answered >= 3) ev.kind = TransportEvent::Kind::kConnectFailed, ev.reason = "connect";
+        e.handle(ev);
+      }
+      for (auto i = before; i < t.posts.size(); ++i) {
+        bool dead = false;
+        for (const auto& r : t.connects) dead = dead || (r.link == t.posts[i].first && r.flow == 1);
+        if (!dead) e.handle(completion(t.posts[i].first, t.posts[i].second, now + 10us));
+      }
+      auto next = e.next_deadline(now);
+      now = next > now ? std::min(next, until) : now + 1ms;
+    }
+    t.now = until;
+    e.tick(until);
+  };
+  t.now = T0;
+  advance(T0 + 1ms);
+  REQUIRE(t.connects.size() == 3);
+  std::set<unsigned> flows;
+  for (const auto& r : t.connects) flows.insert(r.flow);
+  CHECK(flows == std::set<unsigned>{0, 1, 2});
+
+  advance(T0 + 10s + 1ms);
+  auto s = e.snapshot();
+  REQUIRE(s.peers.size() == 1);  // the flows of a link are one peer view
+  CHECK(s.peers[0].up);          // some flow works
+  CHECK(s.windows == 1);
+  REQUIRE(s.window.size() == 3);
+  std::uint64_t good_sent = 0;
+  for (const auto& f : s.window) {
+    CHECK(f.device == "rxe0");
+    CHECK(f.port == 1);
+    CHECK(f.peer == "b");
+    CHECK(f.local_port_up);
+    CHECK(f.sent >= 9);
+    CHECK(f.sent <= 11);
+    if (f.flow == 1) {
+      CHECK(f.lost >= f.sent - 1);  // all but the last, whose timeout falls in the next window
+    } else {
+      CHECK(f.lost == 0);
+      good_sent += f.sent;
+    }
+  }
+  CHECK(s.peers[0].stats.sent >= good_sent);  // the peer's statistics sum its flows
+
+  // Flow 1 stalled (probes stuck in flight) and cannot reconnect: the probes due meanwhile count
+  // as sent and lost in its window, not as silence; the other flows stay clean.
+  advance(T0 + 19s);
+  CHECK(e.state("b", kPort, 1) != Engine::State::kUp);
+  CHECK(t.connects.size() > 3);
+  for (auto i = std::size_t{3}; i < t.connects.size(); ++i) CHECK(t.connects[i].flow == 1);
+
+  // Rotation at T0 + 20 s re-creates flow 0 of the link: closed, connected again, probing.
+  const auto connects_before = t.connects.size();
+  std::uint64_t flow0 = 0;
+  for (const auto& r : t.connects)
+    if (r.flow == 0) flow0 = r.link;
+  CHECK(std::find(t.closed.begin(), t.closed.end(), flow0) == t.closed.end());
+  advance(T0 + 20s + 1ms);
+  CHECK(std::find(t.closed.begin(), t.closed.end(), flow0) != t.closed.end());
+  bool rotated = false;
+  for (auto i = connects_before; i < t.connects.size(); ++i) rotated = rotated || t.connects[i].flow == 0;
+  CHECK(rotated);
+  CHECK(e.state("b", kPort, 0) == Engine::State::kUp);
+  CHECK(e.state("b", kPort, 2) == Engine::State::kUp);
+  s = e.snapshot();
+  CHECK(s.windows == 2);
+  for (const auto& f : s.window)
+    if (f.flow == 1) {
+      CHECK(f.sent >= 9);
+      CHECK(f.lost == f.sent);
+    } else {
+      CHECK(f.lost == 0);
+    }
+  // The next rotation takes flow 1 (not up: nothing to re-create), then flow 2.
+  advance(T0 + 60s + 1ms);
+  CHECK(e.state("b", kPort, 2) == Engine::State::kUp);
 }

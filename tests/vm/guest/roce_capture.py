@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""Counts the RoCE v2 packets (IPv4, UDP port 4791) seen on one interface by source address and
-IP TOS byte, with an AF_PACKET socket (no tcpdump, no netfilter module needed).
+"""Counts the RoCE v2 packets (IPv4, UDP port 4791) seen on one interface by source address, IP
+TOS byte and UDP source port, with an AF_PACKET socket (no tcpdump, no netfilter module needed).
 
-roce_tos.py IFACE SECONDS: prints "SOURCE TOS COUNT" lines after SECONDS."""
+roce_capture.py IFACE SECONDS: prints "SOURCE TOS SPORT COUNT" lines after SECONDS."""
 import socket
 import struct
 import sys
@@ -31,10 +31,10 @@ def main():
             continue
         if struct.unpack("!H", ip[ihl + 2:ihl + 4])[0] != 4791:
             continue
-        key = (socket.inet_ntoa(ip[12:16]), ip[1])
+        key = (socket.inet_ntoa(ip[12:16]), ip[1], struct.unpack("!H", ip[ihl:ihl + 2])[0])
         counts[key] = counts.get(key, 0) + 1
-    for (src, tos), n in sorted(counts.items()):
-        print(src, tos, n)
+    for (src, tos, sport), n in sorted(counts.items()):
+        print(src, tos, sport, n)
 
 
 if __name__ == "__main__":
