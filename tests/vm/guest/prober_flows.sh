@@ -20,8 +20,9 @@ sed 's/^/    /' "$WORK/cap1"
 ports() { awk -v s="$1" '$1 == s { p[$3] = 1 } END { n = 0; for (k in p) n++; print n }' "$2"; }
 n=$(ports 10.77.0.1 "$WORK/cap1"); num_eq "$n" 4 && ok "A's probes: 4 source ports" || bad "A's probes: $n source ports"
 n=$(ports 10.77.0.2 "$WORK/cap1"); num_eq "$n" 4 && ok "B's answers: 4 source ports" || bad "B's answers: $n source ports"
-series "$WORK/poll" rdma_prober_peer_up "${L[@]}" | grep -q . && ok "one peer_up series for the 4 flows" || bad "no peer_up"
-n=$(grep -c '^rdma_prober_peer_up{' "$WORK/poll"); num_eq "$n" 1 && ok "peer_up: $n series" || bad "peer_up: $n series"
+scrape_port $PORT_A "$WORK/a1"
+expect_value "$WORK/a1" 1 rdma_prober_peer_up "${L[@]}"  # the 4 flows are one peer view
+n=$(grep -c '^rdma_prober_rtt_seconds_count{' "$WORK/a1"); num_eq "$n" 1 && ok "one RTT histogram for the link" || bad "$n RTT histograms"
 
 section "localization over the 5 s window: verdict none, 4 flows judged"
 wait_for $PORT_A 1 rdma_prober_verdict rail= verdict=none && ok "verdict none" || bad "no verdict none"
