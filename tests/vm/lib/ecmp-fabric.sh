@@ -19,6 +19,8 @@
 #   ecmp-fabric.sh up [RAILS]        build it (default 2 rails); waits for ACTIVE ports and IPv4 GIDs
 #   ecmp-fabric.sh drop RAIL PATH    silently drop what arrives at R<RAIL> over PATH (x|y): A -> B only
 #   ecmp-fabric.sh heal RAIL PATH
+#   ecmp-fabric.sh nic RAIL a|b down|up  a host NIC down (its rxe port leaves ACTIVE) or up again,
+#                                    with its route to the other side back
 #   ecmp-fabric.sh count RAIL        packets L<RAIL> sent over each path (A -> B): "x: N y: M"
 #   ecmp-fabric.sh path RAIL LQPN RQPN [FLOW_LABEL]
 #                                    the path (x|y) L<RAIL> routes the A -> B packets of rxeA<RAIL>'s
@@ -117,6 +119,15 @@ IP
     ;;
   drop) ip -n R$2 rule add iif "${3}$2r" priority 10 blackhole ;;
   heal) ip -n R$2 rule del iif "${3}$2r" priority 10 blackhole ;;
+  nic)
+    r=$2 side=$3 far=2 gw=1
+    [[ $side == b ]] && far=1 gw=2
+    ip link set "$side$r" "$4" || die "ip link set $side$r $4"
+    # an administrative down flushes the routes through the device
+    if [[ $4 == up ]]; then
+      ip route replace 10.$r.$far.0/24 via 10.$r.$gw.1 dev "$side$r" metric 10 || die "route $side$r"
+    fi
+    ;;
   count) echo "x: $(e L$2 cat /sys/class/net/x$2l/statistics/tx_packets) y: $(e L$2 cat /sys/class/net/y$2l/statistics/tx_packets)" ;;
   path)
     # the input route L<RAIL> takes for a RoCE v2 packet from a<RAIL> to b<RAIL> with the QP's source
