@@ -400,6 +400,23 @@ def dash_prober():
         ts("Probe errors", [
             target('sum by (instance, reason) (rate(rdma_prober_errors_total{%s}[%s]))' % (sel, RI),
                    "{{instance}} {{reason}}")], unit="cps", w=24),
+        row("Fault localization (docs/prober.md)"),
+        ts("Faults per rail: local_port, peer, path", [
+            target('sum by (rail, verdict) (rdma_prober_verdict{%s, verdict!="none"})' % sel,
+                   "rail {{rail}} {{verdict}}")], stack=True,
+           desc="Nodes whose last window found each kind of fault, per rail. One node's local_port is that "
+                "node's NIC; many nodes' peer naming one subject is that peer; path on many nodes of one rail "
+                "is a link of that rail's fabric."),
+        table("Blamed now", [
+            target('max by (instance, rail, verdict, subject) (rdma_prober_blamed{%s})' % sel,
+                   instant=True, fmt="table")], exclude=("Time", "Value"), w=12,
+              desc="Local ports and peers blamed by the last window: a subject blamed from many instances is "
+                   "the culprit."),
+        ts("Lossy flows per link", [
+            target('max by (instance, device, peer) (rdma_prober_link_flows_lossy{%s}) > 0' % sel,
+                   "{{instance}} {{device}} → {{peer}}")], w=12,
+           desc="Flows (RC QPs, one ECMP path each) of a link that lost probes in the last window; fewer than the "
+                "link's judged flows is a path picture."),
         row("On-demand probes (/probe, docs/probe.md)"),
         ts("Probe bandwidth (write_bw): average and peak", [
             target('max by (instance) (rdma_probe_bandwidth_bytes_per_second{%s})' % sel, "{{instance}} average"),
@@ -678,6 +695,28 @@ def alerts():
                ('rdma_prober_rtt_seconds_bucket{%s, peer="node2", le="0.001"}' % J, "0+60x40"),
                ('rdma_prober_rtt_seconds_bucket{%s, peer="node2", le="+Inf"}' % J, "0+60x40")],
               {"instance": "node1", "peer": "node2"}, eval_at="30m"),
+        alert("RdmaProbePathFault", 'rdma_prober_verdict{%(selector)s, verdict="path"} == 1' % C, "5m", "warning",
+              "Lossy ECMP path on rail {{ $labels.rail }} seen from {{ $labels.instance }}",
+              "Some flows of rail {{ $labels.rail }} lose probes while others to the same peers do not: a link or "
+              "switch between the leaves drops part of the traffic.",
+              [('rdma_prober_verdict{%s, rail="1", verdict="path"}' % J, "1x20")],
+              [('rdma_prober_verdict{%s, rail="1", verdict="path"}' % J, "0x20"),
+               ('rdma_prober_verdict{%s, rail="1", verdict="none"}' % J, "1x20")],
+              {"instance": "node1", "rail": "1", "verdict": "path"}),
+        alert("RdmaProbeLocalPortFault", 'rdma_prober_blamed{%(selector)s, verdict="local_port"} == 1' % C, "2m", "warning",
+              "Local port {{ $labels.subject }} of {{ $labels.instance }} fails on rail {{ $labels.rail }}",
+              "The port is down, or loses probes to every peer of rail {{ $labels.rail }} while the node's other "
+              "ports reach them.",
+              [('rdma_prober_blamed{%s, rail="1", verdict="local_port", subject="mlx5_0/1"}' % J, "1x20")],
+              [('rdma_prober_blamed{%s, rail="1", verdict="local_port", subject="mlx5_0/1"}' % J, "1x1 _x19")],
+              {"instance": "node1", "rail": "1", "verdict": "local_port", "subject": "mlx5_0/1"}),
+        alert("RdmaProbePeerFault", 'rdma_prober_blamed{%(selector)s, verdict="peer"} == 1' % C, "5m", "warning",
+              "Peer {{ $labels.subject }} unreachable on rail {{ $labels.rail }} from {{ $labels.instance }}",
+              "Every flow to {{ $labels.subject }} on rail {{ $labels.rail }} loses probes while the rail's other "
+              "peers answer.",
+              [('rdma_prober_blamed{%s, rail="1", verdict="peer", subject="node2"}' % J, "1x20")],
+              [('rdma_prober_blamed{%s, rail="1", verdict="peer", subject="node2"}' % J, "1x1 _x19")],
+              {"instance": "node1", "rail": "1", "verdict": "peer", "subject": "node2"}),
         alert("RdmaProbePeerDown", "rdma_prober_peer_up{%(selector)s} == 0" % C, "5m", "warning",
               "RDMA peer {{ $labels.peer }} unreachable from {{ $labels.instance }}",
               "No probe to {{ $labels.peer }} has completed for 5 minutes (no connection or every probe failed).",

@@ -6,9 +6,12 @@
 #  3. the prober's CPU for N peers (N QPs to the responder on rxe1) at 1 probe/s each, per thread
 #     (user and system time from /proc/<pid>/task/<tid>/stat) over a measured window; with
 #     BEFORE=<binary>, the same for that binary first (an older build, for before/after);
-#  4. the TCG slowdown: the same awk loop as bench/prober/calibrate.sh (run that on the host).
+#  4. the TCG slowdown: the same awk loop as bench/prober/calibrate.sh (run that on the host);
+#  5. an independent RTT reference at the prober's rates: rdma_write_loop (tests/vm) posting one
+#     64-byte write every 20 ms and every 1 ms, post -> completion busy-polled.
+# With FLOWS=K, every peer of the CPU phase has K flows (K QPs): N x K probes per second.
 # Usage: tests/vm/vm-run.sh --build build-prober --timeout 420 -- \
-#          [env BEFORE=build-prober/rdma_exporter.before WINDOWS="0 50us 100us 200us"] \
+#          [env BEFORE=build-prober/rdma_exporter.before WINDOWS="0 50us 100us 200us" FLOWS=4] \
 #          bench/prober/run.sh build-prober/rdma_exporter [N] [SECONDS] [RTT_SECONDS]
 set -uo pipefail
 EXP=${1:?exporter binary}
@@ -16,6 +19,8 @@ N=${2:-256}
 SECS=${3:-30}
 RTT_SECS=${4:-10}
 WINDOWS=${WINDOWS:-0 50us 200us}  # poll windows to measure the RTT with, at a 20 ms interval
+FLOWS=${FLOWS:-1}
+WRITE_LOOP=${WRITE_LOOP:-$(dirname "$EXP")/tests/vm/rdma_write_loop}
 W=$(mktemp -d /tmp/bench.XXXXXX)
 A= B=
 trap 'kill $A $B 2>/dev/null' EXIT
@@ -92,9 +97,14 @@ for wi in $WINDOWS 50us@1ms "50us@1ms@$HOT_PEERS"; do
     }' "$W/m1"
 done
 
+for iv_us in 20000 1000; do
+  echo "== reference: rdma_write_loop, one 64 B write every $((iv_us / 1000)) ms, post -> completion (${RTT_SECS}s)"
+  "$WRITE_LOOP" rxe0 rxe1 $((RTT_SECS * 1000000 / iv_us)) 64 pace "$iv_us" | grep '^post-to-completion'
+done
+
 cpu_phase() {  # cpu_phase LABEL BINARY [EXTRA FLAGS...]
   local label=$1 bin=$2; shift 2
-  echo "== CPU, $label: $N peers at 1 probe/s (${SECS}s window after warm-up)"
+  echo "== CPU, $label: $N peers x $FLOWS flow(s) at 1 probe/s each (${SECS}s window after warm-up)"
   start_pair "$bin" "$N" 1s "$@"
   sleep 8
   scrape >"$W/c0"; s0=$(date +%s.%N); threads $A >"$W/ta0"; threads $B >"$W/tb0"
@@ -132,6 +142,10 @@ cpu_phase() {  # cpu_phase LABEL BINARY [EXTRA FLAGS...]
   done
 }
 if [ -n "${BEFORE:-}" ]; then cpu_phase "before ($BEFORE)" "$BEFORE"; fi
-cpu_phase "after ($EXP, default poll window)" "$EXP"
+if ((FLOWS > 1)); then
+  cpu_phase "after ($EXP, default poll window)" "$EXP" --collector.prober.flows="$FLOWS"
+else
+  cpu_phase "after ($EXP, default poll window)" "$EXP"
+fi
 
 echo "== calibration: awk loop of 2e7 iterations: $(calibrate); $(calibrate) (compare: bench/prober/calibrate.sh on the host)"

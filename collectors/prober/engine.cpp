@@ -19,6 +19,8 @@ Engine::Engine(EngineConfig cfg, Transport& transport, std::vector<LocalPort> lo
   if (cfg_.buckets.empty()) cfg_.buckets.assign(kDefaultBuckets.begin(), kDefaultBuckets.end());
   if (cfg_.sample_size == 0) cfg_.sample_size = 1;
   if (cfg_.max_in_flight == 0) cfg_.max_in_flight = 1;
+  if (cfg_.flows == 0) cfg_.flows = 1;
+  if (cfg_.window.count() <= 0) cfg_.window = std::chrono::milliseconds(30000);
   std::sort(locals_.begin(), locals_.end());
 }
 
@@ -53,20 +55,21 @@ void Engine::rebuild_links(TimePoint now) {
       probed.push_back(&peers_[(rotation_ + i) % peers_.size()]);
   }
   rotated_at_ = now;
-  std::set<std::pair<std::string, LocalPort>> want_pairs;
-  std::map<std::pair<std::string, LocalPort>, const PeerSpec*> spec_of;
+  std::set<LinkKey> want_keys;
+  std::map<LinkKey, const PeerSpec*> spec_of;
   for (const auto* p : probed)
     for (const auto& l : locals_)
-      if (wanted(*p, l)) {
-        want_pairs.insert({p->name, l});
-        spec_of[{p->name, l}] = p;
-      }
+      if (wanted(*p, l))
+        for (unsigned f = 0; f < cfg_.flows; ++f) {
+          want_keys.insert({p->name, l, f});
+          spec_of[{p->name, l, f}] = p;
+        }
   // Close links no longer wanted, or whose peer changed address or group.
-  std::set<std::pair<std::string, LocalPort>> have;
+  std::set<LinkKey> have;
   for (auto it = links_.begin(); it != links_.end();) {
-    auto key = std::pair{it->second.peer.name, it->second.local};
+    LinkKey key{it->second.peer.name, it->second.local, it->second.flow};
     auto s = spec_of.find(key);
-    if (s == spec_of.end() || !(*s->second == it->second.peer) || it->second.stats_key != stats_key(*s->second, key.second)) {
+    if (s == spec_of.end() || !(*s->second == it->second.peer) || it->second.stats_key != stats_key(*s->second, it->second.local)) {
       for (const auto& pr : it->second.in_flight)
         if (!pr.expired && it->second.state == State::kUp) ++stats_of(it->second).lost;
       transport_.close(it->first);
@@ -76,7 +79,7 @@ void Engine::rebuild_links(TimePoint now) {
       ++it;
     }
   }
-  for (const auto& key : want_pairs) {
+  for (const auto& key : want_keys) {
     if (have.count(key)) continue;
     if (links_.size() >= cfg_.max_links) {
       ++link_limit_hits_;
@@ -85,7 +88,8 @@ void Engine::rebuild_links(TimePoint now) {
     Link l;
     l.id = next_link_++;
     l.peer = *spec_of[key];
-    l.local = key.second;
+    l.local = std::get<1>(key);
+    l.flow = std::get<2>(key);
     l.stats_key = stats_key(l.peer, l.local);
     l.stats = &stats_[l.stats_key];
     links_.emplace(l.id, std::move(l));
@@ -111,16 +115,41 @@ void Engine::teardown(Link& l, TimePoint now, const std::string& reason) {
   auto& st = stats_of(l);
   if (!reason.empty()) ++st.errors[reason];
   for (const auto& p : l.in_flight)
-    if (!p.expired) ++st.lost;
+    if (!p.expired) ++st.lost, ++l.window_lost;
   l.in_flight.clear();
   l.last_ok = false;
+  if (!l.failing) l.missed_next = now + cfg_.interval;
+  l.failing = true;
   transport_.close(l.id);
   l.state = State::kBackoff;
   l.backoff = l.backoff.count() == 0 ? cfg_.backoff_initial : std::min(cfg_.backoff_max, l.backoff * 2);
   l.retry_at = now + l.backoff;
 }
 
+void Engine::park(Link& l) {
+  due_valid_ = false;
+  if (l.state != State::kIdle && l.state != State::kSelf) transport_.close(l.id);
+  l.in_flight.clear();  // neither lost nor late: the local port went away under them
+  if (l.state != State::kSelf) l.state = State::kIdle;
+  l.last_ok = true;
+  l.failing = false;
+  l.backoff = std::chrono::milliseconds(0);
+}
+
+void Engine::set_local_state(const LocalPort& local, bool up) {
+  if (up == !down_.count(local)) return;
+  due_valid_ = false;  // parked links are due again (kIdle connects at once)
+  if (up) {
+    down_.erase(local);
+    return;
+  }
+  down_.insert(local);
+  for (auto& [id, l] : links_)
+    if (l.local == local) park(l);
+}
+
 void Engine::handle(const TransportEvent& e) {
+  if (e.kind == TransportEvent::Kind::kPortState) return set_local_state(e.local, e.ok);
   auto it = links_.find(e.link);
   if (it == links_.end()) {
     if (e.kind == TransportEvent::Kind::kCompletion) ++late_;
@@ -132,6 +161,7 @@ void Engine::handle(const TransportEvent& e) {
       if (l.state != State::kConnecting) return;
       due_valid_ = false;
       l.state = State::kUp;
+      l.failing = false;
       l.connect_seconds = std::max(0.0, Seconds(e.at - l.connect_started).count());
       ++stats_of(l).connects;
       l.last_ok = true;
@@ -150,6 +180,7 @@ void Engine::handle(const TransportEvent& e) {
       }
       teardown(l, e.at, e.reason.empty() ? "connect" : e.reason);
       return;
+    case TransportEvent::Kind::kPortState: return;  // handled above
     case TransportEvent::Kind::kCompletion: {
       auto p = std::find_if(l.in_flight.begin(), l.in_flight.end(), [&e](const Probe& x) { return x.id == e.probe; });
       if (p == l.in_flight.end() || l.state != State::kUp) {
@@ -161,7 +192,7 @@ void Engine::handle(const TransportEvent& e) {
       if (!probe.expired && probe.deadline <= next_due_) due_valid_ = false;  // it may have defined next_due_
       auto& st = stats_of(l);
       if (!e.ok) {
-        if (!probe.expired) ++st.lost;
+        if (!probe.expired) ++st.lost, ++l.window_lost;
         teardown(l, e.at, e.reason.empty() ? "completion_error" : e.reason);  // the QP is in error state now
         return;
       }
@@ -182,14 +213,54 @@ void Engine::handle(const TransportEvent& e) {
   }
 }
 
+void Engine::close_window(TimePoint now) {
+  last_window_.clear();
+  for (auto& [id, l] : links_) {
+    if (l.state == State::kSelf) continue;
+    FlowOutcome f;
+    f.device = l.local.device;
+    f.port = l.local.port;
+    f.peer = l.peer.name;
+    f.flow = l.flow;
+    f.sent = std::exchange(l.window_sent, 0);
+    f.lost = std::exchange(l.window_lost, 0);
+    f.local_port_up = !down_.count(l.local);
+    last_window_.push_back(std::move(f));
+  }
+  ++windows_;
+  window_start_ = now;
+}
+
+// One flow index per turn: each link re-creates that flow's QP (a new QP number, hence a new UDP
+// source port); the link's other flows keep probing meanwhile. With one flow nothing rotates.
+void Engine::rotate_flows(TimePoint now) {
+  flows_rotated_at_ = now;
+  if (cfg_.flows < 2) return;
+  const unsigned turn = static_cast<unsigned>(flow_turn_++ % cfg_.flows);
+  for (auto& [id, l] : links_)
+    if (l.flow == turn && l.state == State::kUp) {
+      due_valid_ = false;
+      transport_.close(l.id);
+      l.in_flight.clear();  // posted on the old QP: neither lost nor completed
+      l.state = State::kIdle;
+    }
+}
+
 void Engine::tick(TimePoint now) {
+  if (!started_) {
+    started_ = true;
+    window_start_ = flows_rotated_at_ = now;
+  }
   if (due_valid_ && now < next_due_) return;  // nothing is due: no scan of the links
+  if (now - window_start_ >= cfg_.window) close_window(now);
+  if (cfg_.flow_rotation.count() > 0 && now - flows_rotated_at_ >= cfg_.flow_rotation) rotate_flows(now);
   if (aggregated() && now - rotated_at_ >= cfg_.rotate_interval) {
     rotation_ += cfg_.sample_size;
     rebuild_links(now);
   }
   // One scan: do what is due, and find the next due time (next_deadline() returns it).
-  TimePoint next = now + std::chrono::hours(1);
+  TimePoint next = std::min(now + std::chrono::hours(1), window_start_ + cfg_.window);
+  if (cfg_.flow_rotation.count() > 0) next = std::min(next, flows_rotated_at_ + cfg_.flow_rotation);
   if (aggregated()) next = std::min(next, rotated_at_ + cfg_.rotate_interval);
   for (auto& [id, l] : links_) {
     tick_link(l, now);
@@ -200,6 +271,9 @@ void Engine::tick(TimePoint now) {
 }
 
 void Engine::tick_link(Link& l, TimePoint now) {
+  if (down_.count(l.local)) return;  // parked
+  if (l.failing && (l.state == State::kBackoff || l.state == State::kConnecting))
+    for (; now >= l.missed_next; l.missed_next += cfg_.interval) ++l.window_sent, ++l.window_lost;
   switch (l.state) {
     case State::kSelf: break;
     case State::kBackoff:
@@ -208,7 +282,7 @@ void Engine::tick_link(Link& l, TimePoint now) {
     case State::kIdle:
       l.state = State::kConnecting;
       l.connect_started = now;
-      transport_.connect({l.id, l.peer, l.local});
+      transport_.connect({l.id, l.peer, l.local, l.flow});
       break;
     case State::kConnecting:
       if (now - l.connect_started >= cfg_.connect_timeout) teardown(l, now, "connect_timeout");
@@ -218,7 +292,7 @@ void Engine::tick_link(Link& l, TimePoint now) {
       for (auto& p : l.in_flight)
         if (!p.expired && now >= p.deadline) {
           p.expired = true;
-          ++st.lost;
+          ++st.lost, ++l.window_lost;
           l.last_ok = false;
         }
       if (l.in_flight.size() >= cfg_.max_in_flight) {
@@ -233,7 +307,7 @@ void Engine::tick_link(Link& l, TimePoint now) {
         teardown(l, now, reason.empty() ? "post" : reason);
         break;
       }
-      ++st.sent;
+      ++st.sent, ++l.window_sent;
       l.in_flight.push_back({probe, *posted, *posted + cfg_.timeout, false});
       l.next_probe = jittered(std::max(l.next_probe, now - cfg_.interval / 2));
       if (l.next_probe <= now) l.next_probe = jittered(now);
@@ -244,6 +318,7 @@ void Engine::tick_link(Link& l, TimePoint now) {
 
 TimePoint Engine::link_next(const Link& l, TimePoint now) const {
   TimePoint next = TimePoint::max();
+  if (down_.count(l.local)) return next;  // parked until the port's state changes
   switch (l.state) {
     case State::kSelf: break;
     case State::kIdle: return now;
@@ -255,20 +330,23 @@ TimePoint Engine::link_next(const Link& l, TimePoint now) const {
         if (!p.expired) next = std::min(next, p.deadline);
       break;
   }
+  if (l.failing && (l.state == State::kBackoff || l.state == State::kConnecting)) next = std::min(next, l.missed_next);
   return next;
 }
 
 TimePoint Engine::next_deadline(TimePoint now) const {
   if (due_valid_) return std::max(next_due_, now);
-  TimePoint next = now + std::chrono::hours(1);
+  if (!started_) return now;
+  TimePoint next = std::min(now + std::chrono::hours(1), window_start_ + cfg_.window);
+  if (cfg_.flow_rotation.count() > 0) next = std::min(next, flows_rotated_at_ + cfg_.flow_rotation);
   if (aggregated()) next = std::min(next, rotated_at_ + cfg_.rotate_interval);
   for (const auto& [id, l] : links_) next = std::min(next, link_next(l, now));
   return std::max(next, now);
 }
 
-std::optional<Engine::State> Engine::state(const std::string& peer, const LocalPort& local) const {
+std::optional<Engine::State> Engine::state(const std::string& peer, const LocalPort& local, unsigned flow) const {
   for (const auto& [id, l] : links_)
-    if (l.peer.name == peer && l.local == local) return l.state;
+    if (l.peer.name == peer && l.local == local && l.flow == flow) return l.state;
   return std::nullopt;
 }
 
@@ -280,6 +358,10 @@ Snapshot Engine::snapshot() const {
   s.links = links_.size();
   s.late_completions = late_;
   s.link_limit_hits = link_limit_hits_;
+  for (const auto& l : locals_) s.local_ports.emplace_back(l, !down_.count(l));
+  s.window = last_window_;
+  s.windows = windows_;
+  std::map<std::string, std::size_t> peer_index;  // stats_key -> s.peers: a link's flows are one peer view
   std::map<std::string, GroupView> groups;
   if (s.aggregated)
     for (const auto& p : peers_)
@@ -302,7 +384,15 @@ Snapshot Engine::snapshot() const {
       ++g.probed;
       g.up += up;
     } else {
-      s.peers.push_back({l.local, l.peer.name, l.peer.group, up, l.connect_seconds, st == stats_.end() ? Stats{} : st->second});
+      auto [at, fresh] = peer_index.try_emplace(l.stats_key, s.peers.size());
+      if (fresh) {
+        s.peers.push_back({l.local, l.peer.name, l.peer.group, up, !down_.count(l.local), l.connect_seconds,
+                           st == stats_.end() ? Stats{} : st->second});
+      } else {
+        auto& v = s.peers[at->second];
+        v.up = v.up || up;
+        v.connect_seconds = std::max(v.connect_seconds, l.connect_seconds);
+      }
     }
   }
   for (auto& [key, g] : groups) {

@@ -9,7 +9,8 @@
 // A probe that does not complete successfully within `timeout` (no completion, or an error
 // completion) is lost. An error completion, a failed post or too many probes in flight tear the
 // link down; it reconnects with exponential backoff. Peers that leave are dropped (their series
-// go away); a peer that returns starts afresh.
+// go away); a peer that returns starts afresh. A local port that leaves ACTIVE parks its links
+// (kIdle, QP closed, probes in flight dropped uncounted) until it is ACTIVE again.
 #pragma once
 
 #include <array>
@@ -19,8 +20,12 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
+
+#include "collectors/prober/localize.h"
 
 namespace rdma::collectors::prober {
 
@@ -53,10 +58,12 @@ struct ConnectRequest {
   std::uint64_t link = 0;
   PeerSpec peer;
   LocalPort local;
+  unsigned flow = 0;  // which of the link's flows (its own QP, so its own UDP source port)
 };
 
 struct TransportEvent {
-  enum class Kind : std::uint8_t { kConnected, kConnectFailed, kCompletion };
+  // kPortState: `local` became ACTIVE (ok) or left ACTIVE (!ok); `link` is unused.
+  enum class Kind : std::uint8_t { kConnected, kConnectFailed, kCompletion, kPortState };
   Kind kind = Kind::kCompletion;
   std::uint64_t link = 0;
   std::uint64_t probe = 0;     // kCompletion
@@ -65,6 +72,7 @@ struct TransportEvent {
   TimePoint at{};              // when the transport saw it (completion: right after the poll)
   std::optional<double> nic_seconds;  // kCompletion: NIC-clock round trip when timestamps exist
   bool self = false;           // kConnectFailed: the responder is this process
+  LocalPort local;             // kPortState
 };
 
 class Transport {
@@ -90,6 +98,12 @@ struct EngineConfig {
   std::size_t sample_size = 64; // peers probed at a time beyond max_peers
   std::size_t max_links = 1024; // queue pairs this prober opens at most
   std::uint32_t max_in_flight = 4;  // probes posted but not completed on one QP before teardown
+  // ECMP coverage: RC QPs per link (peer x local port), each probed at `interval`; every
+  // flow_rotation one flow of each link is re-created (a new QP: a new UDP source port), so the
+  // 5-tuples probed change over time. 0: never.
+  std::uint32_t flows = 1;
+  std::chrono::milliseconds flow_rotation{0};
+  std::chrono::milliseconds window{30000};  // per-flow sent/lost windows for localize()
   std::uint64_t seed = 0;       // 0: random
 };
 
@@ -114,7 +128,8 @@ struct Stats {
 struct PeerView {  // per-peer mode
   LocalPort local;
   std::string peer, group;
-  bool up = false;
+  bool up = false;       // some flow is connected and its last probe succeeded
+  bool local_up = true;  // the local port is ACTIVE (else the link is parked, not probed)
   double connect_seconds = -1;  // last handshake duration, <0 = never connected
   Stats stats;
 };
@@ -127,6 +142,9 @@ struct GroupView {  // aggregated mode
 
 struct Snapshot {
   bool aggregated = false;
+  std::vector<std::pair<LocalPort, bool>> local_ports;  // every local port, ACTIVE or not
+  std::vector<FlowOutcome> window;  // the last complete window, one entry per flow (empty before the first)
+  std::uint64_t windows = 0;        // complete windows so far
   std::vector<double> buckets;
   std::vector<PeerView> peers;
   std::vector<GroupView> groups;
@@ -148,8 +166,9 @@ class Engine {
   Snapshot snapshot() const;
 
   enum class State : std::uint8_t { kIdle, kConnecting, kUp, kBackoff, kSelf };
-  // For tests: the state of the link between `peer` (name) and `local`.
-  std::optional<State> state(const std::string& peer, const LocalPort& local) const;
+  bool local_up(const LocalPort& l) const { return !down_.count(l); }
+  // For tests: the state of the link between `peer` (name) and `local` (flow 0).
+  std::optional<State> state(const std::string& peer, const LocalPort& local, unsigned flow = 0) const;
 
  private:
   struct Probe {
@@ -162,6 +181,7 @@ class Engine {
     std::uint64_t id;
     PeerSpec peer;
     LocalPort local;
+    unsigned flow = 0;
     State state = State::kIdle;
     TimePoint connect_started{}, retry_at{}, next_probe{};
     std::chrono::milliseconds backoff{0};
@@ -170,12 +190,22 @@ class Engine {
     double connect_seconds = -1;
     std::string stats_key;
     Stats* stats = nullptr;  // stats_[stats_key]: map nodes are stable, and a link's key is never erased
+    // The current window (localize()). A probe due while the flow is failing (backoff, or
+    // reconnecting after a failure) counts as sent and lost there: a dead peer looks lossy, not idle.
+    std::uint64_t window_sent = 0, window_lost = 0;
+    bool failing = false;       // torn down or failed to connect since it was last up
+    TimePoint missed_next{};    // failing: when the next probe would have been due
   };
+  using LinkKey = std::tuple<std::string, LocalPort, unsigned>;  // peer name, local port, flow
   std::string stats_key(const PeerSpec& p, const LocalPort& l) const;
   bool aggregated() const { return peers_.size() > cfg_.max_peers; }
   bool wanted(const PeerSpec& p, const LocalPort& l) const;
   void rebuild_links(TimePoint now);
   void teardown(Link& l, TimePoint now, const std::string& reason);
+  void set_local_state(const LocalPort& local, bool up);
+  void park(Link& l);
+  void close_window(TimePoint now);
+  void rotate_flows(TimePoint now);
   void finish_probe(Link& l, std::size_t idx, const TransportEvent& e);
   TimePoint jittered(TimePoint from);
   void tick_link(Link& l, TimePoint now);
@@ -185,9 +215,17 @@ class Engine {
   EngineConfig cfg_;
   Transport& transport_;
   std::vector<LocalPort> locals_;
+  // Local ports not ACTIVE: their links are parked (no QP, not probed, nothing counted) until the
+  // port is ACTIVE again, so a pulled cable never reads as every peer lost.
+  std::set<LocalPort> down_;
   std::vector<PeerSpec> peers_;
   std::size_t rotation_ = 0;          // first peer of the current sample
   TimePoint rotated_at_{};
+  TimePoint window_start_{}, flows_rotated_at_{};
+  bool started_ = false;              // window_start_ and flows_rotated_at_ are set
+  std::uint64_t flow_turn_ = 0;       // which flow index the next rotation re-creates
+  std::vector<FlowOutcome> last_window_;
+  std::uint64_t windows_ = 0;
   std::map<std::uint64_t, Link> links_;
   std::map<std::string, Stats> stats_;
   std::uint64_t next_link_ = 1, next_probe_ = 1;

@@ -53,7 +53,8 @@ std::map<std::string, ProbeModule> parse_probe_modules(const YAML::Node& node, c
   if (!node.IsMap()) throw ConfigError(where(origin, node) + ": " + key + " must be a map of module name -> settings");
   if (node.size() > ProbeLimits::kMaxModules)
     throw ConfigError(where(origin, node) + ": " + key + " has more than " + std::to_string(ProbeLimits::kMaxModules) + " modules");
-  static const std::set<std::string> known = {"kind", "size", "qps", "iterations", "duration", "tx_depth", "timeout"};
+  static const std::set<std::string> known = {"kind", "size", "qps", "iterations", "duration", "tx_depth", "timeout",
+                                              "traffic_class", "service_level"};
   for (const auto& kv : node) {
     ProbeModule m;
     m.name = kv.first.as<std::string>("");
@@ -89,6 +90,10 @@ std::map<std::string, ProbeModule> parse_probe_modules(const YAML::Node& node, c
       } else if (k == "timeout") {
         m.timeout = bounded_duration(f.second, at, fkey, ProbeLimits::kMaxTimeout);
         have_timeout = true;
+      } else if (k == "traffic_class") {
+        m.traffic_class = static_cast<std::uint8_t>(bounded(f.second, at, fkey, 0, 255));
+      } else if (k == "service_level") {
+        m.service_level = static_cast<std::uint8_t>(bounded(f.second, at, fkey, 0, 15));
       }
     }
     const std::string at = where(origin, body);

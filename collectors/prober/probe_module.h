@@ -30,6 +30,8 @@ struct ProbeModule {
   std::chrono::milliseconds duration{0};
   std::uint32_t tx_depth = 128;         // writes outstanding per QP (write_lat: 1)
   std::chrono::milliseconds timeout{30000};  // the whole probe, handshakes included
+  std::uint8_t traffic_class = 0;       // IP TOS byte (RoCE v2) / GRH traffic class of the writes
+  std::uint8_t service_level = 0;       // InfiniBand SL, 0..15
   bool operator==(const ProbeModule&) const = default;
 };
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collectors/prober/probe_module.h"
+#include "collectors/prober/handshake_io.h"
 #include "collectors/prober/verbs_util.h"
 
 namespace rdma::collectors::prober {

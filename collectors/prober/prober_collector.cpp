@@ -16,6 +16,7 @@
 
 #include "collectors/prober/config.h"
 #include "collectors/prober/engine.h"
+#include "collectors/prober/localize.h"
 #include "collectors/prober/named_thread.h"
 #include "collectors/prober/probe_service.h"
 #include "collectors/prober/verbs_transport.h"
@@ -129,12 +130,17 @@ class ProberCollector final : public exporter::Collector {
  private:
   static void write(const Published& p, MetricSink& out) {
     const auto& s = p.snap;
+    // The verdicts of the last complete window (none before the first).
+    if (!s.window.empty()) {
+      const LocalizeSettings ls;
+      write_localization_metrics(localize(s.window, ls), s.window, ls, out);
+    }
     out.gauge("rdma_prober_aggregated",
               "1 when there are more peers than max_peers and series are per peer group over a rotating sample.", {},
               s.aggregated ? 1.0 : 0.0);
     out.gauge_u64("rdma_prober_peers", "Peers known after self exclusion (static list and DNS).", {}, s.peers_known);
-    out.gauge_u64("rdma_prober_links", "Links (peer x local port) probed now, each one RC queue pair.", {}, s.links);
-    out.gauge_u64("rdma_prober_links_up", "Links connected whose last probe succeeded.", {}, s.links_up);
+    out.gauge_u64("rdma_prober_links", "Flows (peer x local port x flows) probed now, each one RC queue pair.", {}, s.links);
+    out.gauge_u64("rdma_prober_links_up", "Flows connected whose last probe succeeded.", {}, s.links_up);
     out.gauge_u64("rdma_prober_qps", "Queue pairs open, by role.", {{"role", "prober"}}, p.transport.prober_qps);
     out.gauge_u64("rdma_prober_qps", "Queue pairs open, by role.", {{"role", "responder"}}, p.transport.responder_qps);
     out.counter("rdma_prober_self_excluded_total", "Resolved peer addresses dropped because they are this exporter.", {},
@@ -165,10 +171,16 @@ class ProberCollector final : public exporter::Collector {
     out.gauge("rdma_prober_completion_timestamps", "1 when a device gives completion timestamps (NIC RTT reported apart).", {},
               p.transport.timestamps ? 1.0 : 0.0);
 
+    for (const auto& [local, up] : s.local_ports)
+      out.gauge("rdma_prober_local_port_up",
+                "1 when the local port is ACTIVE and probes from it; 0: its links are parked (no rdma_prober_peer_up).",
+                {{"device", local.device}, {"port", std::to_string(local.port)}}, up ? 1 : 0);
     for (const auto& v : s.peers) {
       Labels l{{"device", v.local.device}, {"port", std::to_string(v.local.port)}, {"peer", v.peer}, {"group", v.group}};
       write_stats(s.buckets, v.stats, l, "rdma_prober_", out);
-      out.gauge("rdma_prober_peer_up", "1 when the link to the peer is connected and its last probe succeeded.", l, v.up ? 1 : 0);
+      // A link parked by a local port that is not ACTIVE says nothing about the peer.
+      if (v.local_up)
+        out.gauge("rdma_prober_peer_up", "1 when the link to the peer is connected and its last probe succeeded.", l, v.up ? 1 : 0);
       if (v.connect_seconds >= 0)
         out.gauge("rdma_prober_connect_duration_seconds", "Duration of the last successful handshake and QP setup.", l,
                   v.connect_seconds);
@@ -233,9 +245,9 @@ class ProberCollector final : public exporter::Collector {
     std::vector<TransportEvent> events;
     TimePoint last_publish{};
     int timeout_ms = 0;
+    transport_->port_events(events, true);  // ports not ACTIVE at start are parked from the first tick
     while (running_) {
-      events.clear();
-      transport_->wait(timeout_ms, events);
+      transport_->wait(events.empty() ? timeout_ms : 0, events);
       const auto now = Clock::now();
       bool force = false;
       {
@@ -248,8 +260,10 @@ class ProberCollector final : public exporter::Collector {
         }
       }
       for (const auto& e : events) engine_->handle(e);
+      events.clear();
       engine_->tick(now);
       if (force || now - last_publish >= std::chrono::seconds(1)) {
+        transport_->port_events(events, false);  // handled in the next round (wait() does not sleep then)
         auto p = std::make_shared<Published>();
         p->snap = engine_->snapshot();
         transport_->sample_loop_cpu();
@@ -328,6 +342,9 @@ Settings settings_from(const exporter::CollectorSettings& s) {
   auto sample = s.integer("sample-size");
   e.sample_size = sample <= 0 ? e.max_peers : static_cast<std::size_t>(sample);
   e.max_links = static_cast<std::size_t>(s.integer("max-qps", 1, 65536));
+  e.flows = static_cast<std::uint32_t>(s.integer("flows", 1, 16));
+  e.flow_rotation = s.duration("flow-rotation");  // 0: never
+  e.window = s.positive_duration("window");
   out.peers_limit = static_cast<std::size_t>(s.integer("peers-limit", 1, 1000000));
   auto& t = out.transport;
   t.device_regex = s.string("device");
@@ -341,6 +358,8 @@ Settings settings_from(const exporter::CollectorSettings& s) {
   t.responder_max_qps = static_cast<std::size_t>(s.integer("responder-max-qps", 1, 65536));
   t.handshake_timeout = e.connect_timeout;
   t.poll_window = parse_poll_window(s);
+  t.traffic_class = {static_cast<std::uint8_t>(s.integer("traffic-class", 0, 255)),
+                     static_cast<std::uint8_t>(s.integer("service-level", 0, 15))};
   t.node_name = s.string("node-name");
   if (t.node_name.empty()) {
     char host[256] = {};
@@ -396,11 +415,20 @@ RDMA_REGISTER_COLLECTOR({
             {"poll-window", exporter::OptionType::kString, "50us",
              "After posting a probe, poll the CQ this long (e.g. 100us, 0 = never) before sleeping on the completion "
              "channel; costs at most this much CPU per probe."},
+            {"traffic-class", exporter::OptionType::kInt, "0",
+             "Traffic class of probes and answers: the IP TOS byte on RoCE v2 (DSCP * 4 + ECN; NCCL_IB_TC=106 is DSCP 26, "
+             "ECN capable), the GRH traffic class on InfiniBand."},
+            {"service-level", exporter::OptionType::kInt, "0", "InfiniBand service level (0..15) of probes and answers."},
             {"buckets", exporter::OptionType::kStringList, default_buckets_text(), "RTT histogram bounds in seconds."},
             {"max-peers", exporter::OptionType::kInt, "64", "Per-peer series up to this many peers; beyond, per group over a sample."},
             {"sample-size", exporter::OptionType::kInt, "0", "Peers probed at a time beyond max-peers (0 = max-peers)."},
             {"rotate-interval", exporter::OptionType::kDuration, "1m", "How long a sample is probed before the next one."},
             {"max-qps", exporter::OptionType::kInt, "1024", "Most queue pairs this prober opens."},
+            {"flows", exporter::OptionType::kInt, "1",
+             "RC queue pairs per link (1..16), each its own UDP source port: ECMP paths probed per peer and local port."},
+            {"flow-rotation", exporter::OptionType::kDuration, "1m",
+             "With flows > 1: every this long, one flow of each link is re-created (a new QP, a new 5-tuple); 0 = never."},
+            {"window", exporter::OptionType::kDuration, "30s", "Window of the per-flow loss counts that fault localization judges."},
             {"responder-max-qps", exporter::OptionType::kInt, "1024", "Most queue pairs the responder accepts (then: busy)."},
             {"peers-limit", exporter::OptionType::kInt, "4096", "Most peers taken from the static list and DNS."},
             {"node-name", exporter::OptionType::kString, "", "Name sent in handshakes (default: host name)."},

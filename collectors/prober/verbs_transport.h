@@ -3,8 +3,8 @@
 //     no busy polling), post_probe() and close();
 //   - a connector thread runs the prober side of handshakes (blocking, with timeouts), so a
 //     slow or dead peer never delays the probes of others;
-//   - a responder thread accepts handshakes and owns the responder queue pairs; one lives as
-//     long as its TCP connection (the prober closes it on teardown).
+//   - the Responder (responder.h) accepts handshakes on its own thread.
+// Devices and QP setup are verbs_util.h; sockets and frames handshake_io.h.
 // Completion timestamps (ibv_create_cq_ex + IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) are used where
 // the device has them: the NIC round trip is the completion timestamp minus the NIC clock read
 // (ibv_query_rt_values_ex) just before the post.
@@ -22,6 +22,8 @@
 
 #include "collectors/prober/config.h"
 #include "collectors/prober/engine.h"
+#include "collectors/prober/responder.h"
+#include "collectors/prober/verbs_util.h"
 
 namespace rdma::collectors::prober {
 
@@ -39,6 +41,9 @@ struct TransportOptions {
   // After posting, wait() polls the CQ for up to this long before it arms the completion channel
   // and sleeps in epoll (0: sleep at once). Bounded CPU: at most poll_window per probe.
   std::chrono::microseconds poll_window{50};
+  // The class of the prober's probes and of the responder's answers (its ACKs): the same on
+  // every node, as one config gives it.
+  TrafficClass traffic_class;
 };
 
 struct TransportCounters {
@@ -66,6 +71,10 @@ class VerbsTransport final : public Transport {
   // probes were posted since the last call, it first polls the CQs for up to poll_window; it arms
   // the completion channel and sleeps only when probes are still outstanding after that.
   void wait(int timeout_ms, std::vector<TransportEvent>& out);
+  // Queries every port again and appends a kPortState event for each whose ACTIVE state changed
+  // (all: for every port, as it is now). The loop calls it at start (all) and once a second;
+  // wait() does the same for a device that reports a port event.
+  void port_events(std::vector<TransportEvent>& out, bool all);
   // Records the calling (loop) thread's CPU time for counters(); the loop calls it once a second.
   void sample_loop_cpu();
   // Wakes wait() up (from another thread).
@@ -76,40 +85,35 @@ class VerbsTransport final : public Transport {
   void close(std::uint64_t link) override;
 
   TransportCounters counters() const;
-  std::uint64_t instance() const { return instance_; }
-
-  struct Device;
-  struct Conn;
-  struct Served;
 
  private:
+  struct LinkQp;
   explicit VerbsTransport(const TransportOptions& opts);
   void connector_main();
-  void responder_main();
-  std::string serve(Served& s, std::size_t served, std::size_t session_bytes);
   void do_connect(const ConnectRequest& r, std::uint64_t attempt);
   void push_event(TransportEvent e);
-  std::size_t poll_cq(Device& d, std::vector<TransportEvent>& out);
+  std::size_t poll_cq(ProbeDevice& d, std::vector<TransportEvent>& out);
   void poll_fresh(std::vector<TransportEvent>& out);
   std::optional<TimePoint> post_locked(std::uint64_t link, std::uint64_t probe, std::string& reason);
   void take_events(std::vector<TransportEvent>& out);
-  Device* device(const std::string& name);
+  void device_events(ProbeDevice& d, std::vector<TransportEvent>& out);
+  static void port_changes(const ProbeDevice& d, const std::vector<VerbsPort>& changed, std::vector<TransportEvent>& out);
+  ProbeDevice* device(const std::string& name);
 
   TransportOptions opts_;
   std::uint64_t instance_ = 0;
-  std::vector<std::unique_ptr<Device>> devices_;
-  int epoll_fd_ = -1, wake_fd_ = -1, stop_fd_ = -1, listen_fd_ = -1;
+  std::vector<std::unique_ptr<ProbeDevice>> devices_;
+  int epoll_fd_ = -1, wake_fd_ = -1;
 
-  mutable std::mutex mu_;  // conns_, by_qpn_, attempts_, queue_, events_, counters_
+  mutable std::mutex mu_;  // link_qps_, by_qpn_, attempts_, queue_, events_
   std::condition_variable cv_;
-  std::map<std::uint64_t, std::unique_ptr<Conn>> conns_;
-  std::map<std::pair<const Device*, std::uint32_t>, Conn*> by_qpn_;
+  std::map<std::uint64_t, std::unique_ptr<LinkQp>> link_qps_;
+  std::map<std::pair<const ProbeDevice*, std::uint32_t>, LinkQp*> by_qpn_;
   std::map<std::uint64_t, std::uint64_t> attempts_;  // link -> current connect attempt
   std::uint64_t next_attempt_ = 1;
   std::deque<std::pair<ConnectRequest, std::uint64_t>> queue_;
   std::vector<TransportEvent> events_;
-  std::map<std::string, std::uint64_t> handshakes_;
-  std::atomic<std::uint64_t> responder_qps_{0}, wakeups_{0}, polled_{0}, poll_misses_{0};
+  std::atomic<std::uint64_t> wakeups_{0}, polled_{0}, poll_misses_{0};
   std::atomic<bool> have_events_{false};  // events_ is not empty (checked without the lock)
   // Loop thread only: probes posted and not yet settled by the post-probe poll, completions that
   // poll found (handed out by the next wait()), and a reused poll buffer.
@@ -122,9 +126,11 @@ class VerbsTransport final : public Transport {
     std::optional<std::uint64_t> ts;
   };
   std::vector<RawCompletion> raw_;
-  std::atomic<double> loop_cpu_{0}, connector_cpu_{0}, responder_cpu_{0}, post_seconds_{0};
+  std::atomic<double> loop_cpu_{0}, connector_cpu_{0}, post_seconds_{0};
   bool stopping_ = false;
-  std::thread connector_, responder_;
+  std::thread connector_;
+  // Declared after what it refers to (opts_, devices_), so that it is destroyed first.
+  std::unique_ptr<Responder> responder_;
 };
 
 }  // namespace rdma::collectors::prober

@@ -1,96 +1,14 @@
 #include "collectors/prober/verbs_util.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <random>
+#include <regex>
+
+#include "collectors/prober/handshake_io.h"
 
 namespace rdma::collectors::prober {
-
-namespace {
-int ms_left(Deadline d) {
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d - std::chrono::steady_clock::now()).count();
-  return ms < 0 ? 0 : static_cast<int>(ms);
-}
-
-bool io_all(int fd, std::uint8_t* p, std::size_t n, Deadline d, bool write) {
-  while (n > 0) {
-    pollfd pfd{fd, static_cast<short>(write ? POLLOUT : POLLIN), 0};
-    int r = ::poll(&pfd, 1, ms_left(d));
-    if (r <= 0) return false;
-    ssize_t k = write ? ::send(fd, p, n, MSG_NOSIGNAL) : ::recv(fd, p, n, 0);
-    if (k < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (k <= 0) return false;
-    p += k;
-    n -= static_cast<std::size_t>(k);
-  }
-  return true;
-}
-}  // namespace
-
-Fd& Fd::operator=(Fd&& o) noexcept {
-  if (this != &o) {
-    if (fd >= 0) ::close(fd);
-    fd = std::exchange(o.fd, -1);
-  }
-  return *this;
-}
-
-Fd::~Fd() {
-  if (fd >= 0) ::close(fd);
-}
-
-std::optional<std::vector<std::uint8_t>> read_frame(int fd, Deadline d, std::string& why) {
-  std::vector<std::uint8_t> b(kHeaderSize);
-  if (!io_all(fd, b.data(), b.size(), d, false)) return why = "handshake_io", std::nullopt;
-  auto size = frame_size(b);
-  if (!size) return why = "handshake_bad_header", std::nullopt;
-  b.resize(*size);
-  if (!io_all(fd, b.data() + kHeaderSize, *size - kHeaderSize, d, false)) return why = "handshake_io", std::nullopt;
-  return b;
-}
-
-bool send_frame(int fd, const std::vector<std::uint8_t>& f, Deadline d) {
-  auto copy = f;
-  return io_all(fd, copy.data(), copy.size(), d, true);
-}
-
-Fd tcp_connect(const std::string& address, std::uint16_t port, Deadline deadline, std::string& why) {
-  sockaddr_storage ss{};
-  socklen_t len = 0;
-  if (address.find(':') == std::string::npos) {
-    auto& s4 = reinterpret_cast<sockaddr_in&>(ss);
-    s4.sin_family = AF_INET;
-    s4.sin_port = htons(port);
-    if (inet_pton(AF_INET, address.c_str(), &s4.sin_addr) != 1) return why = "bad_address", Fd{};
-    len = sizeof s4;
-  } else {
-    auto& s6 = reinterpret_cast<sockaddr_in6&>(ss);
-    s6.sin6_family = AF_INET6;
-    s6.sin6_port = htons(port);
-    if (inet_pton(AF_INET6, address.c_str(), &s6.sin6_addr) != 1) return why = "bad_address", Fd{};
-    len = sizeof s6;
-  }
-  Fd s(socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (s.fd < 0) return why = "connect", Fd{};
-  int one = 1;
-  setsockopt(s.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  if (::connect(s.fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
-    if (errno != EINPROGRESS) return why = "connect", Fd{};
-    pollfd pfd{s.fd, POLLOUT, 0};
-    int err = 0;
-    socklen_t el = sizeof err;
-    if (::poll(&pfd, 1, ms_left(deadline)) <= 0 || getsockopt(s.fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err != 0)
-      return why = "connect", Fd{};
-  }
-  return s;
-}
 
 std::string wc_reason(ibv_wc_status s) {
   switch (s) {
@@ -106,25 +24,6 @@ std::string wc_reason(ibv_wc_status s) {
   }
 }
 
-bool v4_mapped(const std::uint8_t* g) {
-  static const std::uint8_t p[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  return std::memcmp(g, p, 12) == 0;
-}
-
-std::optional<Gid> address_gid(const sockaddr_storage& ss) {
-  Gid g{};
-  if (ss.ss_family == AF_INET) {
-    g[10] = g[11] = 0xff;
-    std::memcpy(g.data() + 12, &reinterpret_cast<const sockaddr_in&>(ss).sin_addr, 4);
-    return g;
-  }
-  if (ss.ss_family == AF_INET6) {
-    std::memcpy(g.data(), &reinterpret_cast<const sockaddr_in6&>(ss).sin6_addr, 16);
-    return g;
-  }
-  return std::nullopt;
-}
-
 std::vector<VerbsPort> query_ports(ibv_context* ctx, std::uint32_t port_count) {
   std::vector<VerbsPort> out;
   for (std::uint32_t p = 1; p <= port_count; ++p) {
@@ -134,6 +33,109 @@ std::vector<VerbsPort> query_ports(ibv_context* ctx, std::uint32_t port_count) {
     out.push_back({p, pa.link_layer == IBV_LINK_LAYER_INFINIBAND, pa.lid, static_cast<std::uint8_t>(pa.active_mtu),
                    pa.gid_tbl_len, pa.state == IBV_PORT_ACTIVE});
   }
+  return out;
+}
+
+ProbeDevice::~ProbeDevice() {
+  if (dst_mr) ibv_dereg_mr(dst_mr);
+  if (src_mr) ibv_dereg_mr(src_mr);
+  if (cq) ibv_destroy_cq(cq);
+  if (idle_cq) ibv_destroy_cq(idle_cq);
+  if (channel) ibv_destroy_comp_channel(channel);
+  if (pd) ibv_dealloc_pd(pd);
+  if (ctx) ibv_close_device(ctx);
+}
+
+std::optional<VerbsPort> ProbeDevice::port(std::uint32_t n) const {
+  std::lock_guard lock(ports_mu_);
+  for (const auto& p : ports_)
+    if (p.num == n) return p;
+  return std::nullopt;
+}
+
+std::vector<VerbsPort> ProbeDevice::ports() const {
+  std::lock_guard lock(ports_mu_);
+  return ports_;
+}
+
+void ProbeDevice::set_ports(std::vector<VerbsPort> p) {
+  std::lock_guard lock(ports_mu_);
+  ports_ = std::move(p);
+}
+
+std::vector<VerbsPort> ProbeDevice::refresh_ports() {
+  std::vector<VerbsPort> fresh = query_ports(ctx, port_count), changed;
+  std::lock_guard lock(ports_mu_);
+  for (auto& p : ports_) {  // the set of ports stays the one found at open
+    auto f = std::find_if(fresh.begin(), fresh.end(), [&p](const VerbsPort& x) { return x.num == p.num; });
+    const VerbsPort now = f != fresh.end() ? *f : VerbsPort{p.num, p.ib, 0, p.mtu, p.gid_len, false};
+    if (now.active != p.active) changed.push_back(now);
+    p = now;
+  }
+  return changed;
+}
+
+std::vector<std::unique_ptr<ProbeDevice>> open_probe_devices(const std::string& device_regex, std::size_t payload,
+                                                             std::string& no_devices, std::vector<std::string>& problems) {
+  std::vector<std::unique_ptr<ProbeDevice>> out;
+  int n = 0;
+  errno = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  if (!list || n == 0) {
+    no_devices = list ? "no RDMA device found" : std::string("ibv_get_device_list: ") + std::strerror(errno ? errno : ENODEV);
+    if (list) ibv_free_device_list(list);
+    return out;
+  }
+  std::regex re(device_regex.empty() ? ".*" : device_regex);
+  for (int i = 0; i < n; ++i) {
+    std::string name = ibv_get_device_name(list[i]);
+    if (!std::regex_match(name, re)) continue;
+    auto d = std::make_unique<ProbeDevice>();
+    d->name = name;
+    d->ctx = ibv_open_device(list[i]);
+    if (!d->ctx) {
+      problems.push_back(name + ": ibv_open_device failed");
+      continue;
+    }
+    ibv_device_attr_ex ax{};
+    if (ibv_query_device_ex(d->ctx, nullptr, &ax)) {
+      problems.push_back(name + ": ibv_query_device_ex failed");
+      continue;
+    }
+    d->pd = ibv_alloc_pd(d->ctx);
+    d->channel = ibv_create_comp_channel(d->ctx);
+    const int cqe = static_cast<int>(std::min<std::int64_t>(ax.orig_attr.max_cqe, 4096));
+    if (!d->pd || !d->channel) {
+      problems.push_back(name + ": cannot allocate a PD or completion channel");
+      continue;
+    }
+    if (ax.completion_timestamp_mask && ax.hca_core_clock) {
+      ibv_cq_init_attr_ex ca{};
+      ca.cqe = static_cast<std::uint32_t>(cqe);
+      ca.channel = d->channel;
+      ca.wc_flags = static_cast<std::uint64_t>(IBV_WC_STANDARD_FLAGS) | static_cast<std::uint64_t>(IBV_WC_EX_WITH_COMPLETION_TIMESTAMP);
+      d->cqx = ibv_create_cq_ex(d->ctx, &ca);
+      if (d->cqx) {
+        d->cq = ibv_cq_ex_to_cq(d->cqx);
+        d->clock_khz = ax.hca_core_clock;
+        d->ts_mask = ax.completion_timestamp_mask;
+      }
+    }
+    if (!d->cq) d->cq = ibv_create_cq(d->ctx, cqe, nullptr, d->channel, 0);
+    d->idle_cq = ibv_create_cq(d->ctx, 1, nullptr, nullptr, 0);
+    d->src.assign(std::max<std::size_t>(payload, 1), 0x5a);
+    d->dst.assign(std::max<std::size_t>(payload, 1), 0);
+    if (d->cq) d->src_mr = ibv_reg_mr(d->pd, d->src.data(), d->src.size(), IBV_ACCESS_LOCAL_WRITE);
+    if (d->src_mr) d->dst_mr = ibv_reg_mr(d->pd, d->dst.data(), d->dst.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    if (!d->cq || !d->idle_cq || !d->dst_mr) {
+      problems.push_back(name + ": cannot create CQs or register memory");
+      continue;
+    }
+    d->port_count = ax.orig_attr.phys_port_cnt;
+    d->set_ports(query_ports(d->ctx, d->port_count));
+    if (!d->ports().empty()) out.push_back(std::move(d));
+  }
+  ibv_free_device_list(list);
   return out;
 }
 
@@ -151,7 +153,7 @@ ibv_qp* create_qp(ibv_pd* pd, ibv_cq* cq, std::uint32_t max_send_wr) {
 }
 
 std::string connect_qp(ibv_qp* qp, const VerbsPort& port, int sgid, std::uint32_t my_psn,
-                       const Endpoint& remote) {
+                       const Endpoint& remote, TrafficClass tc) {
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
   a.port_num = static_cast<std::uint8_t>(port.num);
@@ -166,11 +168,13 @@ std::string connect_qp(ibv_qp* qp, const VerbsPort& port, int sgid, std::uint32_
   a.min_rnr_timer = 12;
   a.ah_attr.port_num = static_cast<std::uint8_t>(port.num);
   a.ah_attr.dlid = remote.lid;
+  a.ah_attr.sl = tc.service_level;
   if (remote.is_global || !port.ib) {
     a.ah_attr.is_global = 1;
     std::memcpy(a.ah_attr.grh.dgid.raw, remote.gid.data(), 16);
     a.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(sgid);
     a.ah_attr.grh.hop_limit = 64;
+    a.ah_attr.grh.traffic_class = tc.traffic_class;
   }
   if (ibv_modify_qp(qp, &a,
                     IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
@@ -218,6 +222,14 @@ int choose_gid(ibv_context* ctx, const VerbsPort& port, int configured, bool v4,
     }
   }
   return want ? -1 : fallback;
+}
+
+int choose_source_gid(ibv_context* ctx, const VerbsPort& port, int configured, const std::string& peer, Gid& out) {
+  const bool v4 = peer.find(':') == std::string::npos;
+  if (configured < 0 && !port.ib)
+    for (const auto& want : source_gids_for(peer))
+      if (int g = choose_gid(ctx, port, -1, v4, want, out); g >= 0) return g;
+  return choose_gid(ctx, port, configured, v4, std::nullopt, out);
 }
 
 std::uint32_t random_psn() {

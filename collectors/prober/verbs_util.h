@@ -1,50 +1,24 @@
-// Verbs and handshake plumbing shared by the prober's transport (verbs_transport.cpp) and the
-// on-demand probe sessions (probe_session.cpp): blocking frame I/O with a deadline, a TCP connect
-// to a responder, RC queue pair creation and INIT -> RTR -> RTS, and the source GID choice.
+// Verbs device resources shared by the prober's transport (verbs_transport.cpp), its responder
+// (responder.cpp) and the on-demand probe sessions (probe_session.cpp): the devices the prober
+// opens with their PD, CQs and probe buffers, RC queue pair creation and INIT -> RTR -> RTS, and
+// the source GID choice. The socket side of the handshake is handshake_io.h.
 #pragma once
 
 #include <infiniband/verbs.h>
-#include <sys/socket.h>
 
-#include <chrono>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "collectors/prober/handshake.h"
 
 namespace rdma::collectors::prober {
 
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f = -1) : fd(f) {}
-  Fd(Fd&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
-  Fd& operator=(Fd&& o) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd();
-  int release() { return std::exchange(fd, -1); }
-};
-
-using Deadline = std::chrono::steady_clock::time_point;
-
-// Reads one frame: header, then exactly the announced size. Never allocates more than a frame.
-// On failure `why` is handshake_io or handshake_bad_header.
-std::optional<std::vector<std::uint8_t>> read_frame(int fd, Deadline d, std::string& why);
-bool send_frame(int fd, const std::vector<std::uint8_t>& f, Deadline d);
-
-// Non-blocking TCP connect to a numeric address (IPv4 or IPv6), TCP_NODELAY. On failure an
-// invalid Fd and `why`: bad_address or connect.
-Fd tcp_connect(const std::string& address, std::uint16_t port, Deadline d, std::string& why);
-
 // A failed work completion as an error label: completion_retry_exceeded, completion_flushed, ...
 std::string wc_reason(ibv_wc_status s);
-
-bool v4_mapped(const std::uint8_t* gid);
-// The TCP address as a GID (IPv4-mapped for IPv4).
-std::optional<Gid> address_gid(const sockaddr_storage& ss);
 
 // A port as the prober uses it.
 struct VerbsPort {
@@ -58,13 +32,72 @@ struct VerbsPort {
 // The InfiniBand and Ethernet ports of an open device.
 std::vector<VerbsPort> query_ports(ibv_context* ctx, std::uint32_t port_count);
 
+// A device the prober probes from and answers on: its PD, the probes' CQ on a completion
+// channel, an idle CQ for responder QPs, the probe source buffer and the buffer peers write to.
+struct ProbeDevice {
+  std::string name;
+  ibv_context* ctx = nullptr;
+  ibv_pd* pd = nullptr;
+  ibv_comp_channel* channel = nullptr;
+  ibv_cq* cq = nullptr;         // the probes' send CQ (classic, or the ibv_cq_ex below)
+  ibv_cq_ex* cqx = nullptr;     // set when completion timestamps are used
+  ibv_cq* idle_cq = nullptr;    // responder QPs: never gets completions
+  std::uint64_t clock_khz = 0, ts_mask = 0;
+  std::vector<std::uint8_t> src, dst;
+  ibv_mr* src_mr = nullptr;
+  ibv_mr* dst_mr = nullptr;
+  std::uint32_t port_count = 0;  // phys_port_cnt
+  // The transport's loop thread only. outstanding: probes posted on live connections and not yet
+  // polled; armed: ibv_req_notify_cq done and its event not yet read. The CQ is armed only before
+  // a sleep with probes outstanding, so that a completion found by polling costs no wake-up.
+  std::uint64_t outstanding = 0;
+  bool armed = false;
+
+  ProbeDevice() = default;
+  ProbeDevice(const ProbeDevice&) = delete;
+  ProbeDevice& operator=(const ProbeDevice&) = delete;
+  ~ProbeDevice();
+  std::optional<VerbsPort> port(std::uint32_t n) const;
+  std::vector<VerbsPort> ports() const;
+  void set_ports(std::vector<VerbsPort> p);
+  // Queries the ports again (LID, MTU, state, GID table size: an SM assigns a LID late, a cable
+  // is pulled) and returns those whose ACTIVE state changed. Any thread.
+  std::vector<VerbsPort> refresh_ports();
+
+ private:
+  mutable std::mutex ports_mu_;  // ports_: read by the connector and responder, refreshed by the loop
+  std::vector<VerbsPort> ports_;
+};
+
+// Opens every device whose name matches `device_regex` (empty: all) and has an InfiniBand or
+// Ethernet port, with `payload`-byte buffers; completion timestamps where the device has them.
+// Devices that cannot be set up are skipped with a line in `problems`; `no_devices` says why when
+// the system lists no RDMA device at all.
+std::vector<std::unique_ptr<ProbeDevice>> open_probe_devices(const std::string& device_regex, std::size_t payload,
+                                                             std::string& no_devices, std::vector<std::string>& problems);
+
 // An RC queue pair on `cq` for RDMA WRITEs.
 ibv_qp* create_qp(ibv_pd* pd, ibv_cq* cq, std::uint32_t max_send_wr = 16);
+// The class a QP's packets travel in: RoCE v2 carries traffic_class as the IP TOS byte (DSCP <<
+// 2 | ECN), InfiniBand in the GRH; service_level is the InfiniBand SL (on RoCE the VLAN PCP
+// where a VLAN is used).
+struct TrafficClass {
+  std::uint8_t traffic_class = 0;
+  std::uint8_t service_level = 0;  // 0..15
+  bool operator==(const TrafficClass&) const = default;
+};
 // INIT -> RTR -> RTS towards `remote`. Returns an error label (qp_init, qp_rtr, qp_rts) or "".
-std::string connect_qp(ibv_qp* qp, const VerbsPort& port, int sgid, std::uint32_t my_psn, const Endpoint& remote);
+// The GRH flow label stays 0: the kernel then derives the RoCE v2 UDP source port (and, mlx5,
+// the flow label) from the QP numbers, so every QP is its own 5-tuple (docs/prober.md, Flows).
+std::string connect_qp(ibv_qp* qp, const VerbsPort& port, int sgid, std::uint32_t my_psn, const Endpoint& remote,
+                       TrafficClass tc = {});
 // GID to use on a port: the configured index, else (RoCE) the RoCE v2 GID of the wanted family,
 // or the one equal to `want` when given. -1 = none.
 int choose_gid(ibv_context* ctx, const VerbsPort& port, int configured, bool v4, const std::optional<Gid>& want, Gid& out);
+// The source GID towards the numeric `peer` address: the configured index; else (RoCE) the GID
+// of the port that source_gids_for() ranks first (the netdev, VLAN included, that reaches the
+// peer); else the first RoCE v2 GID of the peer's family (InfiniBand: GID 0). -1 = none.
+int choose_source_gid(ibv_context* ctx, const VerbsPort& port, int configured, const std::string& peer, Gid& out);
 std::uint32_t random_psn();
 // A signaled RDMA WRITE of `sge` (which must outlive the post) to the remote's buffer.
 ibv_send_wr signaled_write(ibv_sge& sge, const Endpoint& remote, std::uint64_t wr_id);

@@ -465,3 +465,167 @@ TEST_CASE("ticking only at next_deadline() does the same as ticking often (cache
     CHECK(a.peers[i].stats.errors == b.peers[i].stats.errors);
   }
 }
+
+TEST_CASE("a local port that leaves ACTIVE parks its links: not probed, nothing lost, back when ACTIVE") {
+  FakeTransport t;
+  const LocalPort other{"rxe1", 1};
+  Engine e(no_jitter(), t, {kPort, other});
+  auto port_state = [](const LocalPort& l, bool active) {
+    TransportEvent ev;
+    ev.kind = TransportEvent::Kind::kPortState;
+    ev.local = l;
+    ev.ok = active;
+    return ev;
+  };
+  e.set_peers({peer("b")}, T0);
+  t.now = T0;
+  e.tick(T0);
+  REQUIRE(t.connects.size() == 2);
+  for (const auto& c : t.connects) e.handle(connected(c.link, T0));
+  const auto link = t.connects[0].local == kPort ? t.connects[0].link : t.connects[1].link;
+  run_until(e, t, T0, T0 + 1001ms);  // one probe on each link, in flight
+  REQUIRE(t.posts.size() == 2);
+
+  // kPort goes DOWN with a probe in flight: its link is closed, the probe is dropped uncounted.
+  e.handle(port_state(kPort, false));
+  CHECK(e.state("b", kPort) == Engine::State::kIdle);
+  CHECK(t.closed == std::vector<std::uint64_t>{link});
+  CHECK_FALSE(e.local_up(kPort));
+  const auto posts_before = t.posts.size(), connects_before = t.connects.size();
+  run_until(e, t, t.now, T0 + 10s, true);
+  auto s = e.snapshot();
+  for (const auto& v : s.peers) {
+    if (v.local == kPort) {
+      CHECK_FALSE(v.local_up);
+      CHECK(v.stats.lost == 0);
+      CHECK(v.stats.sent == 1);
+      CHECK(v.stats.errors.empty());
+    } else {
+      CHECK(v.local_up);
+      CHECK(v.up);
+      CHECK(v.stats.sent > 5);
+    }
+  }
+  CHECK(s.local_ports == std::vector<std::pair<LocalPort, bool>>{{kPort, false}, {other, true}});
+  for (auto i = posts_before; i < t.posts.size(); ++i) CHECK(t.posts[i].first != link);  // only the other port probed
+  CHECK(t.connects.size() == connects_before);                                           // and no reconnect attempt
+  // A late completion of the dropped probe is ignored; a repeated DOWN changes nothing.
+  e.handle(completion(link, t.posts[0].second, t.now));
+  e.handle(port_state(kPort, false));
+  CHECK(t.closed.size() == 1);
+
+  // ACTIVE again: it connects at once and probes; the statistics continue where they were.
+  e.handle(port_state(kPort, true));
+  CHECK(e.local_up(kPort));
+  t.now += 1ms;
+  e.tick(t.now);
+  REQUIRE(t.connects.size() == connects_before + 1);
+  CHECK(t.connects.back().local == kPort);
+  e.handle(connected(t.connects.back().link, t.now));
+  run_until(e, t, t.now, t.now + 3s, true);
+  for (const auto& v : e.snapshot().peers)
+    if (v.local == kPort) {
+      CHECK(v.up);
+      CHECK(v.stats.sent >= 3);
+      CHECK(v.stats.lost == 0);
+      CHECK(v.stats.connects == 2);
+    }
+}
+
+TEST_CASE("flows: several QPs per link, one peer view, per-flow windows for localization, rotation") {
+  FakeTransport t;
+  auto c = no_jitter();
+  c.flows = 3;
+  c.window = 10s;
+  c.flow_rotation = 20s;
+  Engine e(c, t, {kPort});
+  e.set_peers({peer("b")}, T0);
+  // Flow 1 is on a dead path: its probes never complete and, once torn down, its reconnects
+  // fail. The other flows complete every probe and connect at once.
+  std::size_t answered = 0;
+  auto advance = [&](TimePoint until) {
+    TimePoint now = t.now;
+    while (now < until) {
+      t.now = now;
+      auto before = t.posts.size();
+      e.tick(now);
+      for (; answered < t.connects.size(); ++answered) {
+        const auto& r = t.connects[answered];
+        TransportEvent ev = connected(r.link, now);
+        if (r.flow == 1 && answered >= 3) ev.kind = TransportEvent::Kind::kConnectFailed, ev.reason = "connect";
+        e.handle(ev);
+      }
+      for (auto i = before; i < t.posts.size(); ++i) {
+        bool dead = false;
+        for (const auto& r : t.connects) dead = dead || (r.link == t.posts[i].first && r.flow == 1);
+        if (!dead) e.handle(completion(t.posts[i].first, t.posts[i].second, now + 10us));
+      }
+      auto next = e.next_deadline(now);
+      now = next > now ? std::min(next, until) : now + 1ms;
+    }
+    t.now = until;
+    e.tick(until);
+  };
+  t.now = T0;
+  advance(T0 + 1ms);
+  REQUIRE(t.connects.size() == 3);
+  std::set<unsigned> flows;
+  for (const auto& r : t.connects) flows.insert(r.flow);
+  CHECK(flows == std::set<unsigned>{0, 1, 2});
+
+  advance(T0 + 10s + 1ms);
+  auto s = e.snapshot();
+  REQUIRE(s.peers.size() == 1);  // the flows of a link are one peer view
+  CHECK(s.peers[0].up);          // some flow works
+  CHECK(s.windows == 1);
+  REQUIRE(s.window.size() == 3);
+  std::uint64_t good_sent = 0;
+  for (const auto& f : s.window) {
+    CHECK(f.device == "rxe0");
+    CHECK(f.port == 1);
+    CHECK(f.peer == "b");
+    CHECK(f.local_port_up);
+    CHECK(f.sent >= 9);
+    CHECK(f.sent <= 11);
+    if (f.flow == 1) {
+      CHECK(f.lost >= f.sent - 1);  // all but the last, whose timeout falls in the next window
+    } else {
+      CHECK(f.lost == 0);
+      good_sent += f.sent;
+    }
+  }
+  CHECK(s.peers[0].stats.sent >= good_sent);  // the peer's statistics sum its flows
+
+  // Flow 1 stalled (probes stuck in flight) and cannot reconnect: the probes due meanwhile count
+  // as sent and lost in its window, not as silence; the other flows stay clean.
+  advance(T0 + 19s);
+  CHECK(e.state("b", kPort, 1) != Engine::State::kUp);
+  CHECK(t.connects.size() > 3);
+  for (auto i = std::size_t{3}; i < t.connects.size(); ++i) CHECK(t.connects[i].flow == 1);
+
+  // Rotation at T0 + 20 s re-creates flow 0 of the link: closed, connected again, probing.
+  const auto connects_before = t.connects.size();
+  std::uint64_t flow0 = 0;
+  for (const auto& r : t.connects)
+    if (r.flow == 0) flow0 = r.link;
+  CHECK(std::find(t.closed.begin(), t.closed.end(), flow0) == t.closed.end());
+  advance(T0 + 20s + 1ms);
+  CHECK(std::find(t.closed.begin(), t.closed.end(), flow0) != t.closed.end());
+  bool rotated = false;
+  for (auto i = connects_before; i < t.connects.size(); ++i) rotated = rotated || t.connects[i].flow == 0;
+  CHECK(rotated);
+  CHECK(e.state("b", kPort, 0) == Engine::State::kUp);
+  CHECK(e.state("b", kPort, 2) == Engine::State::kUp);
+  s = e.snapshot();
+  CHECK(s.windows == 2);
+  for (const auto& f : s.window)
+    if (f.flow == 1) {
+      CHECK(f.sent >= 9);
+      CHECK(f.lost == f.sent);
+    } else {
+      CHECK(f.lost == 0);
+    }
+  // The next rotation takes flow 1 (not up: nothing to re-create), then flow 2.
+  advance(T0 + 60s + 1ms);
+  CHECK(e.state("b", kPort, 2) == Engine::State::kUp);
+}

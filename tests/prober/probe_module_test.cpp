@@ -32,7 +32,7 @@ TEST_CASE("probe modules from YAML: both kinds, defaults, limits applied") {
   auto m = parse_probe_modules(YAML::Load(R"(
 write_bw: {kind: write_bw, size: 65536, qps: 2, iterations: 5000, tx_depth: 64}
 bw-5s: {kind: write_bw, duration: 5s}
-write_lat: {kind: write_lat, size: 2, iterations: 1000, timeout: 20s}
+write_lat: {kind: write_lat, size: 2, iterations: 1000, timeout: 20s, traffic_class: 106, service_level: 3}
 )"),
                                "cfg.yml");
   REQUIRE(m.size() == 3);
@@ -53,6 +53,10 @@ write_lat: {kind: write_lat, size: 2, iterations: 1000, timeout: 20s}
   CHECK(lat.qps == 1);
   CHECK(lat.tx_depth == 1);
   CHECK(lat.timeout == 20s);
+  CHECK(lat.traffic_class == 106);
+  CHECK(lat.service_level == 3);
+  CHECK(bw.traffic_class == 0);
+  CHECK(bw.service_level == 0);
   CHECK(parse_probe_modules(YAML::Node(), "cfg.yml").empty());
   // a 55 s run gets the time it needs, up to the hard limit
   CHECK(parse_probe_modules(YAML::Load("m: {kind: write_bw, duration: 55s}"), "f").at("m").timeout == 65s);
@@ -68,6 +72,10 @@ TEST_CASE("bad probe modules name the file, line and key") {
   CHECK_THAT(config_error("m: {kind: write_bw, iterations: 5, size: 16777217}"), Catch::Contains("outside 1..16777216"));
   CHECK_THAT(config_error("m: {kind: write_bw, iterations: 5, qps: 17}"), Catch::Contains("probe_modules.m.qps"));
   CHECK_THAT(config_error("m: {kind: write_bw, iterations: 5, tx_depth: 2000}"), Catch::Contains("tx_depth"));
+  CHECK_THAT(config_error("m: {kind: write_bw, iterations: 5, traffic_class: 256}"),
+             Catch::Contains("collectors.prober.probe_modules.m.traffic_class = 256 is outside 0..255"));
+  CHECK_THAT(config_error("m: {kind: write_bw, iterations: 5, service_level: 16}"),
+             Catch::Contains("collectors.prober.probe_modules.m.service_level = 16 is outside 0..15"));
   CHECK_THAT(config_error("m: {kind: write_bw, iterations: 10000001}"), Catch::Contains("iterations"));
   CHECK_THAT(config_error("m: {kind: write_bw, duration: 61s}"), Catch::Contains("1ms to 60s"));
   CHECK_THAT(config_error("m: {kind: write_bw, duration: soon}"), Catch::Contains("must be a duration"));

@@ -11,17 +11,22 @@
 // (retransmissions can only add to that).  It prints the sysfs hw_counters
 // deltas it saw, for the test log; the assertions are the test's.
 //
-// usage: rdma_write_loop [devA] [devB] [iterations] [size] [hold [EXTRA_QPS]]
+// usage: rdma_write_loop [devA] [devB] [iterations] [size] [hold [EXTRA_QPS] | pace INTERVAL_US]
 // With "hold" it keeps its QPs (plus EXTRA_QPS more) open after the writes until a signal.
+// With "pace" it posts one write every INTERVAL_US (absolute schedule) instead of back to back
+// and prints the median, 10th and 90th percentile of post -> completion (busy-polled, steady
+// clock): the prober's RTT reference at the prober's own probe rate (bench/prober/run.sh).
 // exit: 0 = all N writes completed and B's buffer holds the last payload;
 //       1 = a completion failed or the payload is wrong; 2 = setup error.
 #include <infiniband/verbs.h>
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <time.h>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -200,8 +205,20 @@ int main(int argc, char** argv) {
   std::printf("%s qpn=0x%x gid[%d]=%s -> %s qpn=0x%x gid[%d]=%s\n", dev_a, a.qp->qp_num, a.gid_index, ga, dev_b,
               b.qp->qp_num, b.gid_index, gb);
 
+  const bool pace = argc > 6 && std::strcmp(argv[5], "pace") == 0;
+  const long interval_ns = pace ? std::strtol(argv[6], nullptr, 10) * 1000 : 0;
+  std::vector<double> rtts;
+  timespec due{};
+  clock_gettime(CLOCK_MONOTONIC, &due);
+  auto ns = [](const timespec& t) { return static_cast<double>(t.tv_sec) * 1e9 + static_cast<double>(t.tv_nsec); };
   long done = 0;
   for (long i = 0; i < iterations; ++i) {
+    if (pace) {
+      due.tv_nsec += interval_ns;
+      while (due.tv_nsec >= 1000000000L) due.tv_nsec -= 1000000000L, ++due.tv_sec;
+      clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &due, nullptr);
+    }
+    timespec t0{}, t1{};
     std::snprintf(a.buf.data(), size, "write %ld", i);
     ibv_sge sge{reinterpret_cast<uintptr_t>(a.buf.data()), static_cast<uint32_t>(size), a.mr->lkey};
     ibv_send_wr wr{};
@@ -213,11 +230,14 @@ int main(int argc, char** argv) {
     wr.send_flags = IBV_SEND_SIGNALED;
     wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(b.buf.data());
     wr.wr.rdma.rkey = b.mr->rkey;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     if (int rc = ibv_post_send(a.qp, &wr, &bad)) die("ibv_post_send", rc);
     ibv_wc wc{};
     int n = 0;
     while ((n = ibv_poll_cq(a.cq, 1, &wc)) == 0) {
     }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (pace) rtts.push_back((ns(t1) - ns(t0)) / 1e3);
     if (n < 0 || wc.status != IBV_WC_SUCCESS) {
       std::fprintf(stderr, "rdma_write_loop: write %ld: completion error: %s\n", i,
                    n < 0 ? "ibv_poll_cq failed" : ibv_wc_status_str(wc.status));
@@ -233,6 +253,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("RDMA WRITE %zu B x %ld completed; %s's buffer holds \"%s\"\n", size, done, dev_b, b.buf.data());
+  if (pace && !rtts.empty()) {
+    std::sort(rtts.begin(), rtts.end());
+    auto at = [&rtts](double q) { return rtts[static_cast<std::size_t>(q * static_cast<double>(rtts.size() - 1))]; };
+    std::printf("post-to-completion every %ld us: n=%zu median=%.1f us p10=%.1f us p90=%.1f us\n", interval_ns / 1000,
+                rtts.size(), at(0.5), at(0.1), at(0.9));
+  }
 
   if (argc > 5 && std::strcmp(argv[5], "hold") == 0) {
     // A QP owner that stays (the workload collector's tests): EXTRA more QPs, alternately on A and

@@ -1,5 +1,6 @@
 # Shared by the prober vm tests (sourced after common.sh): two exporters in the guest, A probing
-# from rxe0 (10.77.0.1) and B from rxe1 (10.77.0.2), each the other's only peer.
+# from rxe0 (10.77.0.1) and B from rxe1 (10.77.0.2), each the other's only peer. prober_fabric.sh
+# replaces the configs and DEV_A/DEV_B (the device regexes) for the ECMP fabric.
 
 PORT_A=$VM_TEST_PORT
 PORT_B=$((VM_TEST_PORT + 1))
@@ -24,14 +25,16 @@ prober_config 10.77.0.2 10.77.0.1 a >"$WORK/b.yml"
 COMMON=(--path.sysfs=/sys --log.level=debug --collector.prober --collector.prober.interval=200ms
         --collector.prober.timeout=1s --collector.prober.backoff-max=2s --collector.prober.connect-timeout=3s)
 
+DEV_A='^rxe0$' DEV_B='^rxe1$'
+
 # start_a/start_b [FLAGS...]: start instance A/B with the common flags and these
 start_a() {
-  "$EXPORTER" --web.listen-address=127.0.0.1:$PORT_A --config.file="$WORK/a.yml" --collector.prober.device='^rxe0$' \
+  "$EXPORTER" --web.listen-address=127.0.0.1:$PORT_A --config.file="$WORK/a.yml" --collector.prober.device="$DEV_A" \
     "${COMMON[@]}" "$@" >>"$WORK/exporter.log" 2>&1 &
   PID_A=$!
 }
 start_b() {
-  "$EXPORTER" --web.listen-address=127.0.0.1:$PORT_B --config.file="$WORK/b.yml" --collector.prober.device='^rxe1$' \
+  "$EXPORTER" --web.listen-address=127.0.0.1:$PORT_B --config.file="$WORK/b.yml" --collector.prober.device="$DEV_B" \
     "${COMMON[@]}" "$@" >>"$WORK/exporter_b.log" 2>&1 &
   PID_B=$!
 }

@@ -41,9 +41,11 @@ trap '[[ -n $SAMPLER ]] && touch "$WORK/s/stop"; stop_all' EXIT  # a failed chec
 
 # check_samples WHAT SIDES: over the samples of the given sides ("A|B" or "B"), taken from before
 # the reload to after it: rdma_prober_active was always 1 and no counter went down; unless WHAT
-# is "restart", every peer_up was 1 and connects_total did not move: the same QPs all along.
+# is "restart", every peer_up was 1, connects_total did not move (the same QPs all along) and
+# probing had no gap: probes_sent_total never stood still for 10 samples in a row (each sample
+# is >= 0.2 s apart, so that would be >= 2 s, 10 probe intervals without a probe).
 check_samples() {
-  local what=$1 sides=$2 files=() last=0 i side summary n inactive peer_down down reconnects
+  local what=$1 sides=$2 files=() last=0 i side summary n inactive peer_down down reconnects stall
   readf last "$WORK/s/last"
   for ((i = 1; i <= last; i++)); do
     for side in A B; do [[ $side =~ ^($sides)$ && -s "$WORK/s/$i.$side" ]] && files+=("$WORK/s/$i.$side"); done
@@ -55,6 +57,10 @@ check_samples() {
     $1 == "rdma_prober_active" { n[side]++ }
     $1 == "rdma_prober_active" && v != 1 { inactive++ }
     $1 ~ /^rdma_prober_peer_up/ && v != 1 { peer_down++ }
+    $1 ~ /^rdma_prober_probes_sent_total/ {
+      same[k] = (k in last && v == last[k]) ? same[k] + 1 : 0
+      if (same[k] > stall) stall = same[k]
+    }
     $1 ~ /_total|_count/ {
       if (k in last && v + 0 < last[k] + 0) down = down k ":" last[k] "->" v ";"
       if (!(k in first)) first[k] = v
@@ -64,9 +70,9 @@ check_samples() {
       min = -1
       for (s in n) if (min < 0 || n[s] < min) min = n[s]
       for (k in first) if (k ~ /connects_total/ && last[k] != first[k]) rc = rc k ":" first[k] "->" last[k] ";"
-      printf "%d %d %d %s %s\n", min, inactive + 0, peer_down + 0, (down == "" ? "-" : down), (rc == "" ? "-" : rc)
+      printf "%d %d %d %s %s %d\n", min, inactive + 0, peer_down + 0, (down == "" ? "-" : down), (rc == "" ? "-" : rc), stall + 0
     }' "${files[@]}")
-  read -r n inactive peer_down down reconnects <<<"$summary"   # (no /dev/fd in the guest: no < <(...))
+  read -r n inactive peer_down down reconnects stall <<<"$summary"   # (no /dev/fd in the guest: no < <(...))
   if ((n >= 2)); then ok "$what: $n scrapes of each of $sides, before to after"; else bad "$what: $n scrapes of $sides"; fi
   if ((inactive == 0)); then ok "$what: prober active in every scrape"; else bad "$what: $inactive scrapes with the prober off"; fi
   if [[ $down == - ]]; then ok "$what: no counter went down"; else bad "$what: counters went down: $down"; fi
@@ -74,6 +80,8 @@ check_samples() {
   if [[ $what == restart ]]; then return; fi
   if ((peer_down == 0)); then ok "$what: peer up in every scrape"; else bad "$what: $peer_down samples with the peer down"; fi
   if [[ $reconnects == - ]]; then ok "$what: no reconnect (same QPs)"; else bad "$what: reconnected: $reconnects"; fi
+  if ((stall < 10)); then ok "$what: probing without a gap (probes_sent still for at most $stall samples in a row)"
+  else bad "$what: probes_sent stood still for $stall samples in a row"; fi
 }
 
 # reload_a RESULT: SIGHUP to A, wait (bounded by attempts) until A has counted it, and check that
