@@ -10,6 +10,7 @@
 # ECMP route hashed on L4 (fib_multipath_hash_policy=1): each RC QP (rxe derives its UDP source
 # port from its GRH flow label, or from the QP numbers without one) takes one path for its life, as
 # flows do on a leaf/spine fabric.
+#
 # Why the host NICs stay in the initial namespace: in 6.1 rxe's UDP/4791 socket and its route
 # lookup exist only in init_net. Both "hosts" therefore share one namespace; rxe routes with
 # oif = its netdev, which skips the local route, so the packets really cross the routers. TCP
