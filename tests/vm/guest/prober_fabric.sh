@@ -10,7 +10,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/prober_pair.sh"
 FABRIC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../lib" && pwd)/ecmp-fabric.sh
 CAPTURE=$(dirname "${BASH_SOURCE[0]}")/roce_capture.py
 FLOWS=${FLOWS:-8}
-WINDOW_S=5  # localization window: 25 probes per flow at the 200 ms interval
+WINDOW_S=${WINDOW_S:-5}  # localization window: 25 probes per flow per 5 s at the 200 ms interval
 
 "$FABRIC" up 2 || fatal "the ECMP fabric did not come up"
 
