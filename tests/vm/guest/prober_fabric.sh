@@ -60,21 +60,24 @@ rail_sports() {
 # link_flows FILE RAIL KIND: A's link on RAIL, flows judged or lossy in the last window (REPLY)
 link_flows() { get "$1" "rdma_prober_link_flows_$3" device="rxeA$2" port=1 peer="b$2"; }
 
-# wait_verdict WANT: poll (bounded by attempts) until the verdict series equal to 1 are exactly
-# WANT (e.g. "path"); the last scrape stays in $WORK/poll
+# wait_verdict WANT [BLAMED]: poll (bounded by attempts) until the verdict series equal to 1 are
+# exactly WANT (e.g. "path") and, given BLAMED, the blamed subjects are exactly that (as `blamed`
+# prints them): a fault that begins inside a window can show part of its picture there; the last
+# scrape stays in $WORK/poll
 wait_verdict() {
-  local i got v
+  local i got v b=
   for i in $(seq 400); do
     if scrape_port $PORT_A "$WORK/poll"; then
       got=
       for v in none local_port peer path; do
         get "$WORK/poll" rdma_prober_verdict rail= verdict=$v 2>/dev/null && ((REPLY == 1)) && got+=" $v"
       done
-      [[ "${got# }" == "$1" ]] && return 0
+      (($# > 1)) && b=$(blamed "$WORK/poll")
+      [[ "${got# }" == "$1" && "$b" == "${2-}" ]] && return 0
     fi
     sleep 0.1
   done
-  echo "  (verdicts still '${got# }', waited for '$1')" >&2
+  echo "  (verdicts still '${got# }', blamed '$b'; waited for '$1'${2+, blamed '$2'})" >&2
   return 1
 }
 
