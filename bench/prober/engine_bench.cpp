@@ -1,13 +1,14 @@
 // User-space cost of the prober's loop logic (Engine + the loop's snapshot publication), with a
 // fake transport and a simulated clock, on the host: no verbs, no rxe, no TCG.
-//   bench_prober_engine [LINKS] [SIMULATED_SECONDS] [RTT_US]
-// Simulates LINKS links at 1 probe/s each, every probe completing RTT_US after its post, with
+//   bench_prober_engine [LINKS] [SIMULATED_SECONDS] [RTT_US] [FLOWS]
+// Simulates LINKS peers of FLOWS flows each (default 1), every flow at 1 probe/s, every probe completing RTT_US after its post, with
 // the wake-ups of the real loop (collectors/prober/prober_collector.cpp: loop_main): one per due
 // probe (its completion is handled in the same wake-up by the bounded CQ poll) and one snapshot
 // per second. Prints the CPU time of the loop per simulated second, i.e. the fraction of a core
 // the prober's own logic needs at that probe rate, besides the verbs calls.
 #include <time.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
@@ -56,11 +57,14 @@ int main(int argc, char** argv) {
   const int links = argc > 1 ? std::atoi(argv[1]) : 256;
   const int seconds = argc > 2 ? std::atoi(argv[2]) : 600;
   const int rtt_us = argc > 3 ? std::atoi(argv[3]) : 5;
+  const int flows = argc > 4 ? std::max(1, std::atoi(argv[4])) : 1;
   FakeTransport t;
   t.rtt = std::chrono::microseconds(rtt_us);
   EngineConfig cfg;
   cfg.max_peers = static_cast<std::size_t>(links);
-  cfg.max_links = static_cast<std::size_t>(links);
+  cfg.max_links = static_cast<std::size_t>(links) * static_cast<std::size_t>(flows);
+  cfg.flows = static_cast<std::uint32_t>(flows);
+  cfg.flow_rotation = std::chrono::minutes(1);
   cfg.seed = 1;
   Engine engine(cfg, t, {{"rxe0", 1}});
   std::vector<PeerSpec> peers;
@@ -110,7 +114,7 @@ int main(int argc, char** argv) {
   const double cpu = cpu_now() - c0;
   std::uint64_t sent = 0;
   for (const auto& p : snap->peers) sent += p.stats.sent;
-  std::printf("links=%d simulated=%ds wakeups=%.1f/s probes=%.1f/s snapshots=%llu\n", links, seconds,
+  std::printf("peers=%d flows=%d simulated=%ds wakeups=%.1f/s probes=%.1f/s snapshots=%llu\n", links, flows, seconds,
               static_cast<double>(wakeups) / seconds, static_cast<double>(sent) / seconds,
               static_cast<unsigned long long>(published));
   std::printf("loop logic CPU: %.3f s for %d s = %.4f %% of a core; %.2f us per probe\n", cpu, seconds, 100 * cpu / seconds,

@@ -1,11 +1,13 @@
 #include "collectors/prober/handshake_io.h"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -136,6 +138,37 @@ Fd listen_socket(const HostPort& at, int (*make_socket)(int, int, int)) {
   if (family == AF_INET6 && host.empty()) setsockopt(s.fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
   if (bind(s.fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 || listen(s.fd, 64) != 0) throw fail(errno);
   return s;
+}
+
+std::vector<Gid> source_gids_for(const std::string& peer) {
+  std::vector<Gid> out;
+  sockaddr_storage to{};
+  socklen_t len = 0;
+  const bool v6 = peer.find(':') != std::string::npos;
+  if (!listen_address(peer, v6 ? AF_INET6 : AF_INET, 4791, to, len) || peer.empty()) return out;
+  if (Fd s(::socket(to.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0)); s.fd >= 0 &&
+      ::connect(s.fd, reinterpret_cast<const sockaddr*>(&to), len) == 0) {
+    sockaddr_storage from{};
+    socklen_t fl = sizeof from;
+    if (getsockname(s.fd, reinterpret_cast<sockaddr*>(&from), &fl) == 0)
+      if (auto g = address_gid(from)) out.push_back(*g);
+  }
+  ifaddrs* ifa = nullptr;
+  if (getifaddrs(&ifa) != 0) return out;
+  const auto target = address_gid(to);
+  for (auto* i = ifa; i && target; i = i->ifa_next) {
+    if (!i->ifa_addr || !i->ifa_netmask || i->ifa_addr->sa_family != to.ss_family) continue;
+    sockaddr_storage a{}, m{};
+    std::memcpy(&a, i->ifa_addr, v6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
+    std::memcpy(&m, i->ifa_netmask, v6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
+    const auto ga = address_gid(a), gm = address_gid(m);
+    if (!ga || !gm) continue;
+    bool same = true;
+    for (int k = v6 ? 0 : 12; k < 16; ++k) same = same && (((*ga)[k] ^ (*target)[k]) & (*gm)[k]) == 0;
+    if (same && std::find(out.begin(), out.end(), *ga) == out.end()) out.push_back(*ga);
+  }
+  freeifaddrs(ifa);
+  return out;
 }
 
 bool v4_mapped(const std::uint8_t* g) {

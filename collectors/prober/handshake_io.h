@@ -48,5 +48,11 @@ Fd listen_socket(const HostPort& at, int (*make_socket)(int, int, int) = ::socke
 bool v4_mapped(const std::uint8_t* gid);
 // The TCP address as a GID (IPv4-mapped for IPv4).
 std::optional<Gid> address_gid(const sockaddr_storage& ss);
+// The local addresses (as GIDs) to send to the numeric `peer` address from, best first: the
+// source address of the kernel's route to it (a UDP connect, no packet sent), then the addresses
+// of this host whose connected subnet (interface netmask) holds it. A RoCE v2 port uses the
+// first of these that is one of its GIDs: the GID on the netdev (VLAN included) that reaches
+// the peer.
+std::vector<Gid> source_gids_for(const std::string& peer);
 
 }  // namespace rdma::collectors::prober

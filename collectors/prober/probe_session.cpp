@@ -39,7 +39,6 @@ std::unique_ptr<ProbeSession> ProbeSession::open(const ProbeModule& m, const Pro
   ibv_device** list = ibv_get_device_list(&n);
   if (!list) return reason = "no_local_port", nullptr;
   const std::regex re(o.device_regex.empty() ? ".*" : o.device_regex);
-  const bool v4 = t.address.find(':') == std::string::npos;
   for (int i = 0; i < n && !s->ctx_; ++i) {
     const std::string name = ibv_get_device_name(list[i]);
     if (!std::regex_match(name, re) || (!t.device.empty() && name != t.device)) continue;
@@ -49,7 +48,7 @@ std::unique_ptr<ProbeSession> ProbeSession::open(const ProbeModule& m, const Pro
     if (ibv_query_device(ctx, &attr) == 0)
       for (const auto& p : query_ports(ctx, attr.phys_port_cnt)) {
         if (t.port ? p.num != t.port : !p.active) continue;
-        const int g = choose_gid(ctx, p, -1, v4, std::nullopt, s->gid_);
+        const int g = choose_source_gid(ctx, p, -1, t.address, s->gid_);
         if (g < 0 && !p.ib) continue;  // RoCE without a GID of the target's family
         s->ctx_ = ctx, s->device_ = name, s->port_ = p, s->sgid_ = g;
         break;

@@ -140,8 +140,8 @@ class ProberCollector final : public exporter::Collector {
               "1 when there are more peers than max_peers and series are per peer group over a rotating sample.", {},
               s.aggregated ? 1.0 : 0.0);
     out.gauge_u64("rdma_prober_peers", "Peers known after self exclusion (static list and DNS).", {}, s.peers_known);
-    out.gauge_u64("rdma_prober_links", "Links (peer x local port) probed now, each one RC queue pair.", {}, s.links);
-    out.gauge_u64("rdma_prober_links_up", "Links connected whose last probe succeeded.", {}, s.links_up);
+    out.gauge_u64("rdma_prober_links", "Flows (peer x local port x flows) probed now, each one RC queue pair.", {}, s.links);
+    out.gauge_u64("rdma_prober_links_up", "Flows connected whose last probe succeeded.", {}, s.links_up);
     out.gauge_u64("rdma_prober_qps", "Queue pairs open, by role.", {{"role", "prober"}}, p.transport.prober_qps);
     out.gauge_u64("rdma_prober_qps", "Queue pairs open, by role.", {{"role", "responder"}}, p.transport.responder_qps);
     out.counter("rdma_prober_self_excluded_total", "Resolved peer addresses dropped because they are this exporter.", {},

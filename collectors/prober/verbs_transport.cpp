@@ -382,7 +382,6 @@ void VerbsTransport::do_connect(const ConnectRequest& r, std::uint64_t attempt) 
   if (!port) return fail("no_local_port");
   const Deadline deadline = std::chrono::steady_clock::now() + opts_.handshake_timeout;
 
-  const bool v4 = r.peer.address.find(':') == std::string::npos;
   std::string why;
   Fd s = tcp_connect(r.peer.address, r.peer.tcp_port, deadline, why);
   if (s.fd < 0) return fail(why);
@@ -402,7 +401,7 @@ void VerbsTransport::do_connect(const ConnectRequest& r, std::uint64_t attempt) 
   h.nonce = random_nonce();
   h.instance = instance_;
   h.name = opts_.node_name.substr(0, kNameSize);
-  int sgid = choose_gid(d->ctx, *port, r.peer.gid_index, v4, std::nullopt, h.endpoint.gid);
+  const int sgid = choose_source_gid(d->ctx, *port, r.peer.gid_index, r.peer.address, h.endpoint.gid);
   if (sgid < 0 && !port->ib) return fail("no_gid");
   h.endpoint.qpn = conn->qp->qp_num;
   h.endpoint.psn = random_psn();
@@ -418,8 +417,7 @@ void VerbsTransport::do_connect(const ConnectRequest& r, std::uint64_t attempt) 
     return fail("rejected_" + std::string(reject_label(rej->reason)), rej->reason == RejectReason::kSelf);
   auto* acc = std::get_if<Accept>(&*reply.message);
   if (!acc) return fail("handshake_bad_type");
-  if (auto err = connect_qp(conn->qp, *port, sgid, h.endpoint.psn, acc->endpoint, opts_.traffic_class,
-                                 random_flow_label()); !err.empty()) return fail(err);
+  if (auto err = connect_qp(conn->qp, *port, sgid, h.endpoint.psn, acc->endpoint, opts_.traffic_class); !err.empty()) return fail(err);
   conn->remote = acc->endpoint;
   conn->fd = std::move(s);
   {

@@ -153,7 +153,7 @@ ibv_qp* create_qp(ibv_pd* pd, ibv_cq* cq, std::uint32_t max_send_wr) {
 }
 
 std::string connect_qp(ibv_qp* qp, const VerbsPort& port, int sgid, std::uint32_t my_psn,
-                       const Endpoint& remote, TrafficClass tc, std::uint32_t flow_label) {
+                       const Endpoint& remote, TrafficClass tc) {
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
   a.port_num = static_cast<std::uint8_t>(port.num);
@@ -175,7 +175,6 @@ std::string connect_qp(ibv_qp* qp, const VerbsPort& port, int sgid, std::uint32_
     a.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(sgid);
     a.ah_attr.grh.hop_limit = 64;
     a.ah_attr.grh.traffic_class = tc.traffic_class;
-    a.ah_attr.grh.flow_label = flow_label & 0xfffff;
   }
   if (ibv_modify_qp(qp, &a,
                     IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
@@ -225,14 +224,17 @@ int choose_gid(ibv_context* ctx, const VerbsPort& port, int configured, bool v4,
   return want ? -1 : fallback;
 }
 
+int choose_source_gid(ibv_context* ctx, const VerbsPort& port, int configured, const std::string& peer, Gid& out) {
+  const bool v4 = peer.find(':') == std::string::npos;
+  if (configured < 0 && !port.ib)
+    for (const auto& want : source_gids_for(peer))
+      if (int g = choose_gid(ctx, port, -1, v4, want, out); g >= 0) return g;
+  return choose_gid(ctx, port, configured, v4, std::nullopt, out);
+}
+
 std::uint32_t random_psn() {
   static thread_local std::mt19937 rng{std::random_device{}()};
   return rng() & 0xffffff;
-}
-
-std::uint32_t random_flow_label() {
-  static thread_local std::mt19937 rng{std::random_device{}()};
-  return (rng() % 0xfffff) + 1;
 }
 ibv_send_wr signaled_write(ibv_sge& sge, const Endpoint& remote, std::uint64_t wr_id) {
   ibv_send_wr wr{};

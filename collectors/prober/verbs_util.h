@@ -87,15 +87,17 @@ struct TrafficClass {
   bool operator==(const TrafficClass&) const = default;
 };
 // INIT -> RTR -> RTS towards `remote`. Returns an error label (qp_init, qp_rtr, qp_rts) or "".
-// `flow_label` (20 bits) goes into the GRH: IPv6 carries it, and NICs that derive the RoCE v2
-// UDP source port from it (mlx5) spread QPs with different labels over ECMP paths.
+// The GRH flow label stays 0: the kernel then derives the RoCE v2 UDP source port (and, mlx5,
+// the flow label) from the QP numbers, so every QP is its own 5-tuple (docs/prober.md, Flows).
 std::string connect_qp(ibv_qp* qp, const VerbsPort& port, int sgid, std::uint32_t my_psn, const Endpoint& remote,
-                       TrafficClass tc = {}, std::uint32_t flow_label = 0);
-// A random non-zero 20-bit flow label.
-std::uint32_t random_flow_label();
+                       TrafficClass tc = {});
 // GID to use on a port: the configured index, else (RoCE) the RoCE v2 GID of the wanted family,
 // or the one equal to `want` when given. -1 = none.
 int choose_gid(ibv_context* ctx, const VerbsPort& port, int configured, bool v4, const std::optional<Gid>& want, Gid& out);
+// The source GID towards the numeric `peer` address: the configured index; else (RoCE) the GID
+// of the port that source_gids_for() ranks first (the netdev, VLAN included, that reaches the
+// peer); else the first RoCE v2 GID of the peer's family (InfiniBand: GID 0). -1 = none.
+int choose_source_gid(ibv_context* ctx, const VerbsPort& port, int configured, const std::string& peer, Gid& out);
 std::uint32_t random_psn();
 // A signaled RDMA WRITE of `sge` (which must outlive the post) to the remote's buffer.
 ibv_send_wr signaled_write(ibv_sge& sge, const Endpoint& remote, std::uint64_t wr_id);

@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <string>
@@ -68,4 +69,16 @@ TEST_CASE("listening on any address: dual-stack where the kernel has IPv6, IPv4 
     CHECK(bound(s).ss_family == AF_INET);
     CHECK_THROWS_WITH(listen_socket(HostPort{"10.0.0.300", 0}), Catch::Contains("bad listen address 10.0.0.300"));
   }
+}
+
+TEST_CASE("source addresses for a peer: the route's source first, then the addresses whose subnet holds it") {
+  const auto lo = source_gids_for("127.0.0.1");
+  REQUIRE_FALSE(lo.empty());
+  Gid want{};
+  want[10] = want[11] = 0xff;
+  want[12] = 127, want[15] = 1;
+  CHECK(lo.front() == want);  // the kernel routes to a local address from itself
+  CHECK(std::count(lo.begin(), lo.end(), want) == 1);
+  CHECK(source_gids_for("").empty());
+  CHECK(source_gids_for("not an address").empty());
 }
