@@ -29,11 +29,13 @@ Finding localize_rail(const std::string& rail, const std::vector<const FlowOutco
   out.rail = rail;
   out.flows = flows.size();
 
-  // Local ports: down is state (blamed, its flows explained, never a fault of its peers); up and
-  // losing every judged flow towards two or more peers is the port. Towards a single peer the
-  // same picture is that peer's port on this rail as much as ours: it goes to the peer test.
+  // Local ports: down is state (blamed, its flows explained, never a fault of its peers). Up and
+  // losing every judged flow is the port when that is towards two or more peers, or when each of
+  // its peers answers another local port of the rail cleanly. Towards a single peer and nothing
+  // else, the same picture is that peer's port on this rail as much as ours: the peer test gets it.
   std::set<std::string> down;
   std::map<std::string, Tally> by_port;
+  std::map<std::string, std::set<std::string>> clean_from;  // peer -> local ports with a clean flow to it
   for (const auto* f : flows) {
     if (!f->local_port_up) {
       down.insert(port_key(*f));
@@ -44,33 +46,47 @@ Finding localize_rail(const std::string& rail, const std::vector<const FlowOutco
     ++t.judged;
     out.judged++;
     if (lossy(*f, s)) ++t.lossy, ++out.lossy;
+    else clean_from[f->peer].insert(port_key(*f));
     t.peers.insert(f->peer);
   }
   std::set<std::string> blamed_ports = down;
-  for (const auto& [port, t] : by_port)
-    if (t.all_lossy() && t.peers.size() >= 2) blamed_ports.insert(port);
+  for (const auto& [port, t] : by_port) {
+    if (!t.all_lossy()) continue;
+    bool others_reach = true;
+    for (const auto& peer : t.peers) {
+      auto c = clean_from.find(peer);
+      others_reach = others_reach && c != clean_from.end() && !c->second.empty();
+    }
+    if (t.peers.size() >= 2 || others_reach) blamed_ports.insert(port);
+  }
 
-  // Peers, over the flows the local ports do not explain.
+  // Peers, over the flows the local ports do not explain: every one of them lossy.
   std::map<std::string, Tally> by_peer;
+  std::map<std::string, std::map<std::string, Tally>> links;  // local port -> peer -> its flows
   for (const auto* f : flows) {
     if (!judged(*f, s) || blamed_ports.count(port_key(*f))) continue;
     auto& t = by_peer[f->peer];
-    ++t.judged;
-    if (lossy(*f, s)) ++t.lossy;
+    auto& l = links[port_key(*f)][f->peer];
+    ++t.judged, ++l.judged;
+    if (lossy(*f, s)) ++t.lossy, ++l.lossy;
   }
-  std::size_t partly = 0;
-  for (const auto& [peer, t] : by_peer) {
+  for (const auto& [peer, t] : by_peer)
     if (t.all_lossy()) out.peers.push_back(peer);
-    if (t.partly_lossy()) ++partly;
+
+  // Path, seen from one local port: some flows lossy and others clean towards path_min_peers of
+  // the peers it probes (all of them, when it probes fewer): the flows that cross the bad link
+  // while the others do not. Per local port, the peers it probes are its rail's even where the
+  // rails carry no label.
+  for (const auto& [port, peers] : links) {
+    std::size_t partly = 0;
+    for (const auto& [peer, t] : peers) partly += t.partly_lossy() ? 1 : 0;
+    const std::size_t need = std::max<std::size_t>(1, std::min(s.path_min_peers, peers.size()));
+    out.path = out.path || partly >= need;
   }
-  // Path: some flows lossy and others clean, towards path_min_peers peers (or every peer the rail
-  // has, when it has fewer): the flows that cross the bad link, while the others do not.
-  const std::size_t need = std::max<std::size_t>(1, std::min(s.path_min_peers, by_peer.size()));
 
   out.local_ports.assign(blamed_ports.begin(), blamed_ports.end());
   out.local_port = !out.local_ports.empty();
   out.peer = !out.peers.empty();
-  out.path = partly >= need;
   out.verdict = out.local_port ? Verdict::kLocalPort : out.peer ? Verdict::kPeer : out.path ? Verdict::kPath : Verdict::kNone;
   return out;
 }

@@ -36,8 +36,8 @@ struct LocalizeSettings {
   // lost) does within min_lost probes.
   std::uint64_t min_lost = 3;
   double loss_ratio = 0.05;
-  // path needs lossy flows towards this many peers of the rail (clamped to the number of peers
-  // the rail has), each of them with clean flows too.
+  // path needs, from one local port, lossy flows towards this many of the peers it probes
+  // (clamped to their number), each of them with clean flows too.
   std::size_t path_min_peers = 2;
 };
 

@@ -135,6 +135,8 @@ class ProberCollector final : public exporter::Collector {
       const LocalizeSettings ls;
       write_localization_metrics(localize(s.window, ls), s.window, ls, out);
     }
+    out.counter("rdma_prober_localization_windows_total",
+                "Localization windows closed; the verdicts and link flow counts are the last one's.", {}, s.windows);
     out.gauge("rdma_prober_aggregated",
               "1 when there are more peers than max_peers and series are per peer group over a rotating sample.", {},
               s.aggregated ? 1.0 : 0.0);

@@ -154,6 +154,45 @@ TEST_CASE("localize: ambiguous, one peer on the rail and every flow lost with th
   CHECK(rail(fs, "2").verdict == Verdict::kNone);
 }
 
+TEST_CASE("localize: without rail labels, each local port's peers are its rail for a path", "[localize]") {
+  // One rail label ("") for ports that each reach their own peer: path is judged per local port.
+  std::vector<FlowOutcome> flows;
+  link(flows, "rxeA1", "", "B1", 8, 3);
+  link(flows, "rxeA2", "", "B2", 8);
+  auto f = localize(flows, {}).at(0);
+  CHECK(f.verdict == Verdict::kPath);
+  CHECK(f.local_ports.empty());
+  CHECK(f.peers.empty());
+}
+
+TEST_CASE("localize: a local port losing its only peer, which another port of the rail reaches, is local_port",
+          "[localize]") {
+  std::vector<FlowOutcome> flows;
+  link(flows, "rxeA1", "1", "B", 4, 4);
+  link(flows, "rxeA2", "1", "B", 4);
+  auto f = localize(flows, {}).at(0);
+  CHECK(f.verdict == Verdict::kLocalPort);
+  CHECK(f.local_ports == v({"rxeA1/1"}));
+  CHECK(f.peers.empty());
+  CHECK_FALSE(f.path);  // rxeA1's flows are explained by the port
+}
+
+TEST_CASE("localize: without rail labels, one peer stopped and a port down", "[localize]") {
+  std::vector<FlowOutcome> stopped;
+  link(stopped, "rxeA1", "", "B1", 4, 4);
+  link(stopped, "rxeA2", "", "B2", 4, 4);
+  auto f = localize(stopped, {}).at(0);
+  CHECK(f.verdict == Verdict::kPeer);
+  CHECK(f.peers == v({"B1", "B2"}));
+  std::vector<FlowOutcome> port_down;
+  link(port_down, "rxeA1", "", "B1", 4, 0, 0, 0, /*up=*/false);
+  link(port_down, "rxeA2", "", "B2", 4);
+  f = localize(port_down, {}).at(0);
+  CHECK(f.verdict == Verdict::kLocalPort);
+  CHECK(f.local_ports == v({"rxeA1/1"}));
+  CHECK_FALSE((f.peer || f.path));
+}
+
 TEST_CASE("localize: a rail can hold a dead peer and a lossy path at once", "[localize]") {
   std::vector<FlowOutcome> flows;
   link(flows, "rxeA1", "1", "B", 4, 4);

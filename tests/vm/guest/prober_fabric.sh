@@ -1,66 +1,103 @@
 # Shared by the prober vm tests on the two-rail ECMP fabric (tests/vm/lib/ecmp-fabric.sh), sourced
-# after common.sh: exporter A probes from rxeA1 (rail 1, 10.1.1.2) and rxeA2 (rail 2, 10.2.1.2);
-# exporter B answers on rxeB1 (10.1.2.2) and rxeB2 (10.2.2.2) and probes nothing, so that every RC
-# QP on A's devices is one of A's flows. A is given B's address on each rail FLOWS times, as peers
-# r<rail>f<i> bound to the rail's device: each entry is one RC QP, i.e. one flow (one UDP source
-# port) of the rail's link, which ECMP puts on path x or y.
+# after common.sh: exporter A probes from rxeA1 (rail 1, 10.1.1.2) and rxeA2 (rail 2, 10.2.1.2)
+# with FLOWS flows per link; exporter B answers on rxeB1 (10.1.2.2) and rxeB2 (10.2.2.2) and
+# probes nothing. A knows B by its address on each rail, as peers b1 (bound to rxeA1) and b2 (bound
+# to rxeA2). The engine has no rail labels yet: every flow has rail "" and the verdict is the
+# node's (localization judges a path per local port, whose peers are its rail's); which rail it
+# concerns is read from the blamed subjects and the per-link flow counts.
 
 source "$(dirname "${BASH_SOURCE[0]}")/prober_pair.sh"
 FABRIC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../lib" && pwd)/ecmp-fabric.sh
+CAPTURE=$(dirname "${BASH_SOURCE[0]}")/roce_capture.py
 FLOWS=${FLOWS:-8}
+WINDOW_S=${WINDOW_S:-5}  # localization window: 25 probes per flow per 5 s at the 200 ms interval
 
 "$FABRIC" up 2 || fatal "the ECMP fabric did not come up"
 
-{
-  echo 'collectors:'
-  echo '  prober:'
-  echo '    listen_address: ":9662"'
-  echo '    peers:'
-  for r in 1 2; do
-    for ((i = 0; i < FLOWS; i++)); do
-      echo "      - {address: 10.$r.2.2, name: r${r}f$i, tcp_port: 9663, local_device: rxeA$r, group: rail$r}"
-    done
-  done
-} >"$WORK/a.yml"
+cat >"$WORK/a.yml" <<YAML
+collectors:
+  prober:
+    listen_address: ":9662"
+    peers:
+      - {address: 10.1.2.2, name: b1, tcp_port: 9663, local_device: rxeA1}
+      - {address: 10.2.2.2, name: b2, tcp_port: 9663, local_device: rxeA2}
+YAML
 printf 'collectors:\n  prober:\n    listen_address: ":9663"\n' >"$WORK/b.yml"
 DEV_A='rxeA[0-9]+' DEV_B='rxeB[0-9]+'  # a full match
+# flows keep their QP (and path) unless they fail; the prober alone (a small scrape is fast to read
+# in bash under TCG)
+COMMON+=(--collector.prober.flows=$FLOWS --collector.prober.flow-rotation=0s --collector.prober.window=${WINDOW_S}s
+         --no-collector.hw_counters --no-collector.netdev --no-collector.pma --no-collector.port)
 
-# start_fabric_pair: B, then A; waits until all of A's links are up
+# wait_links_up: until both of A's links are up with all their flows connected
+wait_links_up() {
+  wait_for $PORT_A $((2 * FLOWS)) rdma_prober_qps role=prober &&
+    wait_for $PORT_A 1 rdma_prober_peer_up device=rxeA1 port=1 peer=b1 &&
+    wait_for $PORT_A 1 rdma_prober_peer_up device=rxeA2 port=1 peer=b2
+}
+
+# start_fabric_pair: B, then A; waits until all of A's flows are connected
 start_fabric_pair() {
   start_b
   start_a
-  wait_for $PORT_A $((2 * FLOWS)) rdma_prober_links_up || fatal "A: not all $((2 * FLOWS)) links up"
+  wait_links_up || fatal "A: not all $((2 * FLOWS)) flows up"
 }
 
-# restart_a: a new A (new QPs, new source ports); waits until all its links are up
+# restart_a: a new A (new QPs, new source ports)
 restart_a() {
   kill "$PID_A"; wait "$PID_A" 2>/dev/null
   start_a
-  wait_for $PORT_A $((2 * FLOWS)) rdma_prober_links_up || fatal "A: not all $((2 * FLOWS)) links up after a restart"
+  wait_links_up || fatal "A: not all $((2 * FLOWS)) flows up after a restart"
 }
 
-# rail_qpns RAIL: the RC QPs on rxeA<RAIL> port 1 (A's flows of that rail), "LQPN RQPN" a line
-rail_qpns() {
-  rdma resource show qp link "rxeA$1/1" | sed -n 's/.* lqpn \([0-9]*\) rqpn \([0-9]*\) type RC .*/\1 \2/p'
-}
-
-# flow_lost FILE RAIL: the lost-probe counter of each of A's flows on RAIL, in flow order, into the
-# array LOST (no fork; /dev/fd, and so <(...), does not exist in the guest)
-flow_lost() {
-  local i
-  LOST=()
-  for ((i = 0; i < FLOWS; i++)); do
-    get "$1" rdma_prober_probes_lost_total device="rxeA$2" port=1 peer="r$2f$i" && LOST+=("$REPLY") || LOST+=(-1)
+# rail_sports RAIL: the UDP source ports of A's probes on RAIL, captured on a<RAIL> for 3 s, one a line
+rail_sports() {
+  /usr/bin/python3 "$CAPTURE" "a$1" 3 | while read -r src _ sport _; do
+    [[ $src == "10.$1.1.2" ]] && echo "$sport"
   done
 }
 
-# lossy_flows BEFORE AFTER RAIL: how many of RAIL's flows lost probes between two scrapes
-lossy_flows() {
-  local -a before
-  local i n=0
-  flow_lost "$1" "$3"
-  before=("${LOST[@]}")
-  flow_lost "$2" "$3"
-  for ((i = 0; i < FLOWS; i++)); do ((LOST[i] > before[i])) && n=$((n + 1)); done
-  echo "$n"
+# link_flows FILE RAIL KIND: A's link on RAIL, flows judged or lossy in the last window (REPLY)
+link_flows() { get "$1" "rdma_prober_link_flows_$3" device="rxeA$2" port=1 peer="b$2"; }
+
+# wait_verdict WANT [BLAMED]: poll (bounded by attempts) until the verdict series equal to 1 are
+# exactly WANT (e.g. "path") and, given BLAMED, the blamed subjects are exactly that (as `blamed`
+# prints them): a fault that begins inside a window can show part of its picture there; the last
+# scrape stays in $WORK/poll
+wait_verdict() {
+  local i got v b=
+  for i in $(seq 400); do
+    if scrape_port $PORT_A "$WORK/poll"; then
+      got=
+      for v in none local_port peer path; do
+        get "$WORK/poll" rdma_prober_verdict rail= verdict=$v 2>/dev/null && ((REPLY == 1)) && got+=" $v"
+      done
+      (($# > 1)) && b=$(blamed "$WORK/poll")
+      [[ "${got# }" == "$1" && "$b" == "${2-}" ]] && return 0
+    fi
+    sleep 0.1
+  done
+  echo "  (verdicts still '${got# }', blamed '$b'; waited for '$1'${2+, blamed '$2'})" >&2
+  return 1
+}
+
+# windows FILE: localization windows closed so far (REPLY)
+windows() { get "$1" rdma_prober_localization_windows_total; }
+
+# next_window: poll (bounded by attempts) until a localization window closes; its scrape is $WORK/poll
+next_window() {
+  local i w0
+  scrape_port $PORT_A "$WORK/poll" && windows "$WORK/poll" || return 1
+  w0=$REPLY
+  for i in $(seq 300); do
+    scrape_port $PORT_A "$WORK/poll" && windows "$WORK/poll" && ((REPLY > w0)) && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
+# blamed FILE: the subjects blamed in a scrape, "verdict:subject" sorted on one line
+blamed() {
+  grep '^rdma_prober_blamed{' "$1" | sed 's/.*verdict="\([^"]*\)".*subject="\([^"]*\)".*/\1:\2/' | sort | tr '\n' ' ' |
+    sed 's/ $//'
 }

@@ -8,7 +8,8 @@
 # One rail r = 1..RAILS: 10.<r>.1.0/24 on A's side (a<r> = 10.<r>.1.2), 10.<r>.2.0/24 on B's side
 # (b<r> = 10.<r>.2.2). The routers are network namespaces joined by two parallel veth links and an
 # ECMP route hashed on L4 (fib_multipath_hash_policy=1): each RC QP (rxe derives its UDP source
-# port from the QPN) takes one path for its life, as flows do on a leaf/spine fabric.
+# port from its GRH flow label, or from the QP numbers without one) takes one path for its life, as
+# flows do on a leaf/spine fabric.
 #
 # Why the host NICs stay in the initial namespace: in 6.1 rxe's UDP/4791 socket and its route
 # lookup exist only in init_net. Both "hosts" therefore share one namespace; rxe routes with
@@ -22,26 +23,13 @@
 #   ecmp-fabric.sh nic RAIL a|b down|up  a host NIC down (its rxe port leaves ACTIVE) or up again,
 #                                    with its route to the other side back
 #   ecmp-fabric.sh count RAIL        packets L<RAIL> sent over each path (A -> B): "x: N y: M"
-#   ecmp-fabric.sh path RAIL LQPN RQPN [FLOW_LABEL]
-#                                    the path (x|y) L<RAIL> routes the A -> B packets of rxeA<RAIL>'s
-#                                    QP LQPN (connected to RQPN) on
+#   ecmp-fabric.sh path RAIL SPORT   the path (x|y) L<RAIL> routes A -> B RoCE v2 packets with UDP
+#                                    source port SPORT on (rxe derives it from the QP's GRH flow
+#                                    label, or from the two QP numbers without one)
 # The drop is a FIB rule (`ip rule ... blackhole`): no qdisc module in the guest.
 set -u
 e() { ip netns exec "$@"; }
 die() { echo "ecmp-fabric: $*" >&2; exit 1; }
-
-# rxe's UDP source port of a connected RC QP (6.1: rxe_modify_qp -> rdma_get_udp_sport(flow_label,
-# lqpn, rqpn), include/rdma/ib_verbs.h): without a flow label, one made of the two QP numbers.
-rxe_sport() {
-  local lqpn=$1 rqpn=$2 fl=${3:-0} lo hi
-  if ((fl == 0)); then
-    fl=$((lqpn * rqpn))
-    fl=$((fl ^ (fl >> 20)))
-    fl=$(((fl ^ (fl >> 40)) & 0xFFFFF))
-  fi
-  lo=$((fl & 0x3fff)) hi=$((fl & 0xFC000))
-  echo $(((lo ^ (hi >> 14)) | 0xC000))
-}
 
 cmd=${1:-up}
 case $cmd in
@@ -132,7 +120,7 @@ IP
   path)
     # the input route L<RAIL> takes for a RoCE v2 packet from a<RAIL> to b<RAIL> with the QP's source
     # port (the kernel hashes the same L4 keys as for the real packet)
-    out=$(ip -n L$2 route get 10.$2.2.2 from 10.$2.1.2 iif a$2p ipproto udp sport "$(rxe_sport "$3" "$4" "${5:-0}")" dport 4791) ||
+    out=$(ip -n L$2 route get 10.$2.2.2 from 10.$2.1.2 iif a$2p ipproto udp sport "$3" dport 4791) ||
       die "ip route get"
     case $out in
       *" dev x$2l"*) echo x ;;
