@@ -15,8 +15,9 @@ RUN apt-get update \
 # ccache writes here; mount a cache on it to rebuild fast (tests/deploy/image_test.sh does).
 ENV CCACHE_DIR=/ccache CCACHE_BASEDIR=/src
 WORKDIR /src
-# Only the sources (no build trees); without .git the revision label reads "unknown".
-COPY CMakeLists.txt /src/
+# Only the sources and the docs the install rules ship (no build trees); without .git the revision
+# label reads "unknown".
+COPY CMakeLists.txt README.md /src/
 COPY cmake /src/cmake
 COPY sources /src/sources
 COPY exporter /src/exporter
