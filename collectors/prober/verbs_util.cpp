@@ -125,7 +125,8 @@ std::vector<std::unique_ptr<ProbeDevice>> open_probe_devices(const std::string& 
     d->idle_cq = ibv_create_cq(d->ctx, 1, nullptr, nullptr, 0);
     d->src.assign(std::max<std::size_t>(payload, 1), 0x5a);
     d->dst.assign(std::max<std::size_t>(payload, 1), 0);
-    if (d->cq) d->src_mr = ibv_reg_mr(d->pd, d->src.data(), d->src.size(), IBV_ACCESS_LOCAL_WRITE);
+    // int{}: verbs.h's ibv_reg_mr macro ANDs the flags with another enum's enumerator (deprecated).
+    if (d->cq) d->src_mr = ibv_reg_mr(d->pd, d->src.data(), d->src.size(), int{IBV_ACCESS_LOCAL_WRITE});
     if (d->src_mr) d->dst_mr = ibv_reg_mr(d->pd, d->dst.data(), d->dst.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
     if (!d->cq || !d->idle_cq || !d->dst_mr) {
       problems.push_back(name + ": cannot create CQs or register memory");
