@@ -18,7 +18,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from exporter_harness import SYSFS_GEN, Prometheus, take_exporter_arg  # noqa: E402
+from exporter_harness import Prometheus, take_exporter_arg  # noqa: E402
 from ibsim_harness import Exporter, Sim, SetupError, fat_tree, get, parse_metrics, wait_for  # noqa: E402
 
 FAILS = []
@@ -615,8 +615,7 @@ def port_tree(sim, node_guid, lid):
     """A sysfs tree (tests/lib/sysfs_gen.py) with the simulator's CA: ibsim0, its node GUID,
     port 1 InfiniBand ACTIVE at its LID, a counters/ directory in the ext table holding TREE_VALUE
     everywhere. Returns (root, number of counters/ files)."""
-    sys.path.insert(0, os.path.dirname(SYSFS_GEN))
-    import sysfs_gen  # noqa: E402
+    import sysfs_gen  # noqa: E402  (tests/lib, on the path above)
     root = tempfile.mkdtemp(dir=sim.dir, prefix="sysfs-")
     t = sysfs_gen.Tree(root)
     d = sysfs_gen.Device(t, "ibsim0", "0000:01:00.0", "mlx5_core", fw="1", guid_n=node_guid)
