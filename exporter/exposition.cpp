@@ -34,7 +34,7 @@ void append_labels(std::string& out, const Labels& labels, std::string_view extr
     if (!first) out += ',';
     out += extra_name;
     out += "=\"";
-    out += extra_value;
+    append_escaped_label_value(out, extra_value);
     out += '"';
   }
   out += '}';
@@ -124,14 +124,38 @@ void write_header(std::string& out, std::string_view name, std::string_view help
   out += '\n';
 }
 
+// A sample's labels: the pre-rendered text of its set, its own, its extra one.
+void append_sample_labels(std::string& out, const Sample& s) {
+  const std::string_view set = s.set.text();
+  if (set.empty()) return append_labels(out, s.labels, s.extra_name, s.extra_value);
+  out += '{';
+  out += set;
+  for (const auto& [k, v] : s.labels) {
+    out += ',';
+    out += k;
+    out += "=\"";
+    append_escaped_label_value(out, v);
+    out += '"';
+  }
+  if (!s.extra_name.empty()) {
+    out += ',';
+    out += s.extra_name;
+    out += "=\"";
+    append_escaped_label_value(out, s.extra_value);
+    out += '"';
+  }
+  out += '}';
+}
+
 void write_samples(std::string& out, const MetricFamily& f) {
   for (const auto& s : f.samples) {
     if (auto* h = std::get_if<HistogramValue>(&s.value)) {
-      write_histogram(out, f.name, s.labels, *h);
+      if (s.set.text().empty() && s.extra_name.empty()) write_histogram(out, f.name, s.labels, *h);
+      else write_histogram(out, f.name, s.all_labels(), *h);
       continue;
     }
     out += f.name;
-    append_labels(out, s.labels);
+    append_sample_labels(out, s);
     out += ' ';
     append_value(out, s.value);
     out += '\n';

@@ -1,5 +1,7 @@
 #include "exporter/metrics.h"
 
+#include "exporter/exposition.h"
+
 #include <iterator>
 #include <mutex>
 #include <stdexcept>
@@ -50,6 +52,36 @@ MetricFamily& MetricSink::family(std::string_view name, MetricType type, std::st
 void MetricSink::add(std::string_view name, MetricType type, std::string_view help, Labels labels,
                      SampleValue value) {
   family(name, type, help).samples.push_back(Sample{std::move(labels), std::move(value)});
+}
+
+LabelSet::LabelSet(Labels labels) {
+  auto d = std::make_shared<Data>();
+  for (const auto& [k, v] : labels) {
+    if (!d->text.empty()) d->text += ',';
+    d->text += k;
+    d->text += "=\"";
+    append_escaped_label_value(d->text, v);
+    d->text += '"';
+  }
+  d->labels = std::move(labels);
+  data_ = std::move(d);
+}
+
+const Labels& LabelSet::labels() const {
+  static const Labels none;
+  return data_ ? data_->labels : none;
+}
+
+Labels Sample::all_labels() const {
+  Labels all = set.labels();
+  all.insert(all.end(), labels.begin(), labels.end());
+  if (!extra_name.empty()) all.emplace_back(extra_name, extra_value);
+  return all;
+}
+
+void MetricSink::add(const LabelSet& set, std::string_view name, MetricType type, std::string_view help,
+                     SampleValue value, std::string_view extra_name, std::string_view extra_value) {
+  family(name, type, help).samples.push_back(Sample{{}, std::move(value), set, extra_name, extra_value});
 }
 
 void MetricSink::append(MetricSink&& other) {

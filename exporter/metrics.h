@@ -28,9 +28,36 @@ struct HistogramValue {
 
 using SampleValue = std::variant<std::uint64_t, double, HistogramValue>;
 
+// A label set a collector registers once (a port's device and port, kept between scrapes) and
+// emits samples against: its exposition text, `device="mlx5_0",port="1"` (values escaped, without
+// braces), is rendered once, so that a scrape builds, escapes and allocates no labels per series.
+// Copies share one rendering; an empty set has no labels.
+class LabelSet {
+ public:
+  LabelSet() = default;
+  explicit LabelSet(Labels labels);
+  const Labels& labels() const;
+  std::string_view text() const { return data_ ? std::string_view(data_->text) : std::string_view(); }
+
+ private:
+  struct Data {
+    Labels labels;
+    std::string text;
+  };
+  std::shared_ptr<const Data> data_;
+};
+
+// A sample's labels are, in this order: its set's, its own, and the one extra label. The extra
+// label's name and value must outlive the sink's exposition (string literals, static tables).
 struct Sample {
   Labels labels;
   SampleValue value;
+  LabelSet set;
+  std::string_view extra_name;
+  std::string_view extra_value;
+
+  // All of them as one vector, in exposition order (for tests and rare paths; allocates).
+  Labels all_labels() const;
 };
 
 struct MetricFamily {
@@ -61,6 +88,22 @@ class MetricSink {
   }
   void info(std::string_view name, std::string_view help, Labels labels) {
     add(name, MetricType::kGauge, help, std::move(labels), std::uint64_t{1});
+  }
+
+  // Against a registered label set (first, so that no call with braced labels is ambiguous), with
+  // at most one extra label of static lifetime (see Sample): no label is copied or escaped.
+  void add(const LabelSet& set, std::string_view name, MetricType type, std::string_view help, SampleValue value,
+           std::string_view extra_name = {}, std::string_view extra_value = {});
+  void counter(const LabelSet& set, std::string_view name, std::string_view help, std::uint64_t v) {
+    add(set, name, MetricType::kCounter, help, v);
+  }
+  void gauge(const LabelSet& set, std::string_view name, std::string_view help, double v,
+             std::string_view extra_name = {}, std::string_view extra_value = {}) {
+    add(set, name, MetricType::kGauge, help, v, extra_name, extra_value);
+  }
+  void gauge_u64(const LabelSet& set, std::string_view name, std::string_view help, std::uint64_t v,
+                 std::string_view extra_name = {}, std::string_view extra_value = {}) {
+    add(set, name, MetricType::kGauge, help, v, extra_name, extra_value);
   }
 
   // Exposition text rendered ahead of the scrape (a background snapshot: the fabric loop's tens

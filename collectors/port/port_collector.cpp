@@ -20,6 +20,7 @@ namespace rdma::collectors::port {
 namespace {
 
 using exporter::Labels;
+using exporter::LabelSet;
 using exporter::MetricSink;
 
 // Optional driver attributes simply do not exist on some drivers; that is not an error.
@@ -42,15 +43,17 @@ Labels with(const Labels& base, std::string_view k, std::string_view v) {
   return l;
 }
 
-// What a port keeps between scrapes: its label set and directory paths, built once, and the
-// counter values of the scrape (read before any is written, for the N/A check), reused.
+// What a port keeps between scrapes: its label set (rendered once, in the core's LabelSet) and
+// directory paths, built once, and the counter values of the scrape (read before any is written,
+// for the N/A check), reused. Its per-series extra labels (counter, method, source, link_layer)
+// are names from static tables and string literals.
 struct PortState {
   PortState() = default;
   PortState(const model::DeviceModel& dev, const model::PortModel& port)
-      : base{{"device", dev.name}, {"port", port.number_label}},
+      : base(Labels{{"device", dev.name}, {"port", port.number_label}}),
         counters_path(port.path + "/counters"),
         legacy_path(port.path + "/counters_ext") {}
-  Labels base;
+  LabelSet base;
   std::string counters_path, legacy_path;
   std::vector<Result<std::uint64_t>> values;
   bool used = false;
@@ -114,13 +117,13 @@ class PortCollector final : public exporter::Collector {
 
   void collect_port(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev, const model::PortModel& port,
                     PortState& st, MetricSink& out) {
-    const Labels& base = st.base;
-    out.info("rdma_port_info", "RDMA port: its link layer (InfiniBand, Ethernet or Unknown). Always 1.",
-             with(base, "link_layer", model::link_layer_label(port.link_layer)));
+    const LabelSet& base = st.base;
+    out.gauge_u64(base, "rdma_port_info", "RDMA port: its link layer (InfiniBand, Ethernet or Unknown). Always 1.", 1,
+                  "link_layer", model::link_layer_label(port.link_layer));
     for (const auto& nd : port.netdevs) {
       Labels l;
-      l.reserve(base.size() + 2);
-      l = base;
+      l.reserve(base.labels().size() + 2);
+      l = base.labels();
       l.emplace_back("netdev", nd.name);
       l.emplace_back("via", nd.via);
       out.info("rdma_port_netdev_info",
@@ -131,7 +134,7 @@ class PortCollector final : public exporter::Collector {
     sysfs::KeptDir& attrs = kept_.at(port.path);
     auto a = sysfs::read_port_attributes(attrs);
     auto gauge_if = [&](const char* file, const char* name, const char* help, const auto& r, auto value_of) {
-      if (r.ok()) out.gauge(name, help, base, static_cast<double>(value_of(r.value)));
+      if (r.ok()) out.gauge(base, name, help, static_cast<double>(value_of(r.value)));
       else report_unless_absent(ctx.errors, r.error, port.path + "/" + file);
     };
     auto id = [](const sysfs::EnumValue& e) { return e.id; };
@@ -143,7 +146,7 @@ class PortCollector final : public exporter::Collector {
     gauge_if("rate", "rdma_port_rate_bytes_per_second", "Port data rate from the rate attribute, in bytes per second.",
              a.rate, [](const sysfs::Rate& r) { return r.bytes_per_second; });
     if (a.rate.ok() && a.rate.value.width > 0)
-      out.gauge("rdma_port_link_width_lanes", "Link width in lanes, from the rate attribute.", base, a.rate.value.width);
+      out.gauge(base, "rdma_port_link_width_lanes", "Link width in lanes, from the rate attribute.", a.rate.value.width);
     gauge_if("lid", "rdma_port_lid", "Local identifier of the port (0 on RoCE).", a.lid, same);
     gauge_if("sm_lid", "rdma_port_sm_lid", "LID of the subnet manager the port is managed by (0 on RoCE).", a.sm_lid, same);
 
@@ -171,18 +174,18 @@ class PortCollector final : public exporter::Collector {
     }
     const char* help = "Files the port collector read for the port in this scrape, by method: open (opened and read: "
                        "the first scrape, or a file reopened) and pread (re-read through a descriptor kept open).";
-    out.gauge("rdma_port_file_reads", help, with(base, "method", "open"), static_cast<double>(opens));
-    out.gauge("rdma_port_file_reads", help, with(base, "method", "pread"), static_cast<double>(preads));
+    out.gauge(base, "rdma_port_file_reads", help, static_cast<double>(opens), "method", "open");
+    out.gauge(base, "rdma_port_file_reads", help, static_cast<double>(preads), "method", "pread");
     const char* pma_help = "Reads of the port's PMA counters in this scrape, by source: sysfs (counters/ and "
                            "counters_ext/ files, each a PMA MAD inside the driver) and mad (MADs the collector sent "
                            "through the port's umad device, retries included).";
-    out.gauge_u64("rdma_port_pma_reads", pma_help, with(base, "source", "sysfs"), counter_files);
-    out.gauge_u64("rdma_port_pma_reads", pma_help, with(base, "source", "mad"), mads);
+    out.gauge_u64(base, "rdma_port_pma_reads", pma_help, counter_files, "source", "sysfs");
+    out.gauge_u64(base, "rdma_port_pma_reads", pma_help, mads, "source", "mad");
   }
 
   void collect_counters(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev,
                         const model::PortModel& port, PortState& st, sysfs::KeptDir& kept, MetricSink& out) {
-    const Labels& base = st.base;
+    const LabelSet& base = st.base;
     const std::string& dir = st.counters_path;
     // Every value is read before any is written: whether the port has PMA counters at all
     // depends on all of them.
@@ -196,7 +199,7 @@ class PortCollector final : public exporter::Collector {
     bool all_not_available = names.ok() && !values.empty();
     for (const auto& v : values) all_not_available &= v.error == ReadError::kNotAvailable;
     const bool present = names.ok() && !all_not_available;
-    out.gauge("rdma_port_pma_counters_present", kPresentHelp, base, present ? 1.0 : 0.0);
+    out.gauge(base, "rdma_port_pma_counters_present", kPresentHelp, present ? 1.0 : 0.0);
     if (present || all_not_available || names.error == ReadError::kNotFound)
       ctx.errors.capability("pma_counters", dev.name + "/" + port.number_label, present,
                             all_not_available ? dir + " reads \"N/A (no PMA)\": the driver has no PMA"
@@ -228,7 +231,7 @@ class PortCollector final : public exporter::Collector {
   // values and saturation flags of its counters/ files. counters/ and counters_ext/ are then not
   // read. False when the port's counters are still to be read from sysfs.
   bool collect_counters_mad(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev,
-                            const model::PortModel& port, const sysfs::PortAttributes& a, const Labels& base,
+                            const model::PortModel& port, const sysfs::PortAttributes& a, const LabelSet& base,
                             MetricSink& out, std::uint64_t& mads) {
     constexpr std::uint64_t kActive = 4;
     if (source_ == CountersSource::kSysfs || port.link_layer != model::LinkLayer::kInfiniBand || !a.state.ok() ||
@@ -249,7 +252,7 @@ class PortCollector final : public exporter::Collector {
     else if (!r.readings)
       ctx.errors.report("mad", id, "PMA MADs to " + id + " failed (" + r.error + "): its counters are not exported");
     if (!r.readings) return source_ == CountersSource::kMad;
-    out.gauge("rdma_port_pma_counters_present", kPresentHelp, base, 1.0);
+    out.gauge(base, "rdma_port_pma_counters_present", kPresentHelp, 1.0);
     ctx.errors.capability("pma_counters", id, true, "");
     for (const CounterDef& def : pma_counter_defs()) {
       const auto v = mad::pma_value(*def.pma, *r.readings);
@@ -262,7 +265,7 @@ class PortCollector final : public exporter::Collector {
   // dir: the counter's directory; its path is only built for an error report.
   static void emit_counter(const exporter::ScrapeContext& ctx, const std::string& dir, const std::string& name,
                            const Result<std::uint64_t>& value, const CounterDef* def,
-                           std::uint8_t width_override, const Labels& base, MetricSink& out) {
+                           std::uint8_t width_override, const LabelSet& base, MetricSink& out) {
     if (!value) {
       // One "N/A" file is a counter the driver cannot provide, not a failed read.
       if (value.error != ReadError::kNotAvailable) ctx.errors.report_read(value.error, dir + "/" + name);
@@ -272,31 +275,30 @@ class PortCollector final : public exporter::Collector {
     if (!def) {
       // A counter this version does not know yet: exported under its kernel name.
       out.counter("rdma_port_pma_other_total", "PMA counter files not known to this exporter version, by file name.",
-                  with(base, "counter", name), v);
+                  with(base.labels(), "counter", name), v);
       return;
     }
-    if (def->scale == 1) out.counter(def->metric, def->help, base, v);
-    else if (v <= UINT64_MAX / def->scale) out.counter(def->metric, def->help, base, v * def->scale);
-    else out.add(def->metric, exporter::MetricType::kCounter, def->help, base, static_cast<double>(v) * def->scale);
+    if (def->scale == 1) out.counter(base, def->metric, def->help, v);
+    else if (v <= UINT64_MAX / def->scale) out.counter(base, def->metric, def->help, v * def->scale);
+    else out.add(base, def->metric, exporter::MetricType::kCounter, def->help, static_cast<double>(v) * def->scale);
 
     const std::uint8_t width = def->width ? def->width : width_override;
     if (width > 0 && width < 64)
-      out.gauge("rdma_port_pma_saturated",
-                "1 when a PMA counter narrower than 64 bits sits at its maximum (it no longer counts until reset).",
-                with(base, "counter", def->file), v >= max_for_width(width) ? 1.0 : 0.0);
+      out.gauge(base, "rdma_port_pma_saturated",
+                "1 when a PMA counter narrower than 64 bits sits at its maximum (it no longer counts until reset).", v >= max_for_width(width) ? 1.0 : 0.0, "counter", def->file);
   }
 
-  void collect_verbs(const model::DeviceModel& dev, const model::PortModel& port, const Labels& base, MetricSink& out) {
+  void collect_verbs(const model::DeviceModel& dev, const model::PortModel& port, const LabelSet& base, MetricSink& out) {
     auto attrs = verbs_.query(dev.name, port.number);
     if (!attrs) return;  // no device access: these are simply absent
     if (attrs->active_mtu_bytes)
-      out.gauge("rdma_port_active_mtu_bytes", "Active path MTU of the port (ibv_query_port).", base, attrs->active_mtu_bytes);
+      out.gauge(base, "rdma_port_active_mtu_bytes", "Active path MTU of the port (ibv_query_port).", attrs->active_mtu_bytes);
     if (attrs->max_mtu_bytes)
-      out.gauge("rdma_port_max_mtu_bytes", "Largest MTU the port supports (ibv_query_port).", base, attrs->max_mtu_bytes);
+      out.gauge(base, "rdma_port_max_mtu_bytes", "Largest MTU the port supports (ibv_query_port).", attrs->max_mtu_bytes);
     if (attrs->active_width_lanes)
-      out.gauge("rdma_port_active_width_lanes", "Active link width in lanes (ibv_query_port).", base, attrs->active_width_lanes);
+      out.gauge(base, "rdma_port_active_width_lanes", "Active link width in lanes (ibv_query_port).", attrs->active_width_lanes);
     if (attrs->lane_speed_bits_per_second)
-      out.gauge("rdma_port_active_lane_speed_bits_per_second", "Active signalling rate per lane (ibv_query_port).", base,
+      out.gauge(base, "rdma_port_active_lane_speed_bits_per_second", "Active signalling rate per lane (ibv_query_port).",
                 static_cast<double>(attrs->lane_speed_bits_per_second));
   }
 

@@ -49,8 +49,9 @@ inline std::optional<Found> find(const MetricSink& s, const std::string& name, c
   const auto* f = family(s, name);
   if (!f) return std::nullopt;
   for (const auto& sample : f->samples) {
+    const Labels have = sample.all_labels();
     const bool all = std::all_of(want.begin(), want.end(), [&](const auto& w) {
-      return std::find(sample.labels.begin(), sample.labels.end(), w) != sample.labels.end();
+      return std::find(have.begin(), have.end(), w) != have.end();
     });
     if (all) return Found{f->type, sample.value};
   }
@@ -63,7 +64,7 @@ inline std::optional<Found> exact(const MetricSink& s, const std::string& name, 
   if (!f) return std::nullopt;
   std::sort(labels.begin(), labels.end());
   for (const auto& sample : f->samples) {
-    Labels l = sample.labels;
+    Labels l = sample.all_labels();
     std::sort(l.begin(), l.end());
     if (l == labels) return Found{f->type, sample.value};
   }
