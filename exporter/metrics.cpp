@@ -46,6 +46,7 @@ MetricFamily& MetricSink::family(std::string_view name, MetricType type, std::st
   const std::string_view stable_name = intern(name);
   index_.emplace(stable_name, families_.size());
   families_.push_back(MetricFamily{stable_name, intern(help), type, {}});
+  families_.back().samples.reserve(expect_per_family_);
   return families_.back();
 }
 

@@ -75,6 +75,10 @@ class MetricSink {
  public:
   // Finds or creates a family. Re-declaring a name with another type throws std::logic_error.
   MetricFamily& family(std::string_view name, MetricType type, std::string_view help);
+  // Room for this many samples in each family created from now on: a collector that writes one
+  // sample per port in each family sets the port count, so that the families' vectors are not
+  // regrown (and their samples moved) log2(ports) times a scrape.
+  void expect_per_family(std::size_t samples) { expect_per_family_ = samples; }
 
   void add(std::string_view name, MetricType type, std::string_view help, Labels labels, SampleValue value);
   void counter(std::string_view name, std::string_view help, Labels labels, std::uint64_t v) {
@@ -123,6 +127,7 @@ class MetricSink {
     std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   std::vector<MetricFamily> families_;
+  std::size_t expect_per_family_ = 0;
   std::vector<std::shared_ptr<const std::string>> rendered_;
   std::unordered_map<std::string_view, std::size_t, Hash, std::equal_to<>> index_;  // keys interned
 };

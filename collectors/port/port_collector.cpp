@@ -75,6 +75,8 @@ class PortCollector final : public exporter::Collector {
         if (fresh) it->second = PortState(dev, port);
         it->second.used = true;
       }
+    // Most of the port families have one sample per port (a few have two).
+    out.expect_per_family(ports_.size());
     std::atomic<std::uint64_t> work_ns{0};
     exporter::for_each_parallel(ctx.host.devices, slow ? kMaxThreads : 1, out,
                                 [&](const model::DeviceModel& dev, MetricSink& s) {
@@ -131,7 +133,8 @@ class PortCollector final : public exporter::Collector {
                std::move(l));
     }
 
-    sysfs::KeptDir& attrs = kept_.at(port.path);
+    // The device's directory, refreshed by collect_device: the port's stats look up from it.
+    sysfs::KeptDir& attrs = kept_.at(port.path, &kept_.at(dev.path));
     auto a = sysfs::read_port_attributes(attrs);
     auto gauge_if = [&](const char* file, const char* name, const char* help, const auto& r, auto value_of) {
       if (r.ok()) out.gauge(base, name, help, static_cast<double>(value_of(r.value)));
@@ -153,8 +156,8 @@ class PortCollector final : public exporter::Collector {
     std::uint64_t mads = 0;
     const bool by_mad = collect_counters_mad(ctx, dev, port, a, base, out, mads);
     // A port read with MADs leaves counters/ and counters_ext/ alone (the sweep closes them).
-    sysfs::KeptDir* counters = by_mad ? nullptr : &kept_.at(st.counters_path);
-    sysfs::KeptDir* legacy = by_mad ? nullptr : &kept_.at(st.legacy_path);
+    sysfs::KeptDir* counters = by_mad ? nullptr : &kept_.at(st.counters_path, &attrs);
+    sysfs::KeptDir* legacy = by_mad ? nullptr : &kept_.at(st.legacy_path, &attrs);
     if (!by_mad) {
       collect_counters(ctx, dev, port, st, *counters, out);
       collect_legacy(ctx, st, *legacy, out);

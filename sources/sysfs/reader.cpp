@@ -174,6 +174,12 @@ Result<DirIdentity> DirIdentity::of(int fd) {
   return Result<DirIdentity>::success(identity_of(st));
 }
 
+Result<DirIdentity> DirIdentity::of(int dir_fd, const char* relative) {
+  struct stat st;
+  if (::fstatat(dir_fd, relative, &st, 0) != 0) return Result<DirIdentity>::failure(classify_errno(errno), errno);
+  return Result<DirIdentity>::success(identity_of(st));
+}
+
 bool DirIdentity::settled(int racy_seconds) const {
   timespec now{};
   ::clock_gettime(CLOCK_REALTIME, &now);
@@ -189,8 +195,11 @@ void KeptDir::close_all() {
   dir_fd_ = -1;
 }
 
-ReadError KeptDir::refresh() {
-  auto now_id = DirIdentity::of(path_);
+ReadError KeptDir::refresh(const KeptDir* parent) {
+  const std::string_view above = parent ? std::string_view(parent->path_) : std::string_view();
+  const bool below = parent && parent->dir_fd_ >= 0 && path_.size() > above.size() + 1 &&
+                     path_.starts_with(above) && path_[above.size()] == '/';
+  auto now_id = below ? DirIdentity::of(parent->dir_fd_, path_.c_str() + above.size() + 1) : DirIdentity::of(path_);
   if (!now_id) {
     dir_errno_ = now_id.sys_errno;
     dir_error_ = now_id.error;
@@ -305,7 +314,7 @@ Result<std::uint64_t> KeptDir::read_u64(const char* name) {
 
 Result<std::string> KeptDir::read_attribute(const char* name) { return attribute_of(read_file(name)); }
 
-KeptDir& KeptDirs::at(const std::string& path) {
+KeptDir& KeptDirs::at(const std::string& path, const KeptDir* parent) {
   KeptDir* dir;
   bool first;
   {
@@ -315,7 +324,7 @@ KeptDir& KeptDirs::at(const std::string& path) {
     first = !std::exchange(e.used, true);
     dir = e.dir.get();
   }
-  if (first) dir->refresh();  // its error is the directory's: reads answer it
+  if (first) dir->refresh(parent);  // its error is the directory's: reads answer it
   return *dir;
 }
 

@@ -73,6 +73,8 @@ struct DirIdentity {
   // From a stat of the path (symlinks followed), or of an open descriptor.
   static Result<DirIdentity> of(const std::string& path);
   static Result<DirIdentity> of(int fd);
+  // Of `relative`, looked up from the open directory dir_fd (symlinks followed).
+  static Result<DirIdentity> of(int dir_fd, const char* relative);
   // File times have coarse, clock-tick granularity: a change within the last racy_seconds may
   // hide a second change in the same tick, so such a directory is not trusted ("racy", as git
   // says) until it has been still that long.
@@ -112,7 +114,10 @@ class KeptDir {
 
   // Checks that the path still names the directory the descriptors were opened in and reopens it
   // otherwise. Call once per scrape before reading; an error is the directory's own (kNotFound: gone).
-  ReadError refresh();
+  // parent: a directory above this one, refreshed in this scrape: the stat looks the rest of the
+  // path up from its descriptor (a component or two instead of the whole path: on a 16-HCA host
+  // the path walks of these stats cost more than the preads of all counters).
+  ReadError refresh(const KeptDir* parent = nullptr);
   // Entry names, sorted, listed once per opening of the directory (valid until the next refresh()).
   Result<const std::vector<std::string>*> names();
   Result<std::string> read_file(const char* name);
@@ -154,8 +159,8 @@ class KeptDir {
 // one collection at once; each path is used by one thread at a time (one device per thread).
 class KeptDirs {
  public:
-  // The directory, refreshed on its first use since the last sweep().
-  KeptDir& at(const std::string& path);
+  // The directory, refreshed on its first use since the last sweep(); parent as in KeptDir::refresh.
+  KeptDir& at(const std::string& path, const KeptDir* parent = nullptr);
   void sweep();
   std::size_t descriptors() const;
 
