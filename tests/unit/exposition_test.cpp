@@ -42,6 +42,31 @@ TEST_CASE("label values and help are escaped") {
         "g{counter=\"SwLinkUp,32\",desc=\"a \\\"q\\\" \\\\ \\n\"} 1\n");
 }
 
+TEST_CASE("a label set is written as its labels would be, escaped, with the sample's extra label last") {
+  const LabelSet set(Labels{{"device", "mlx5_0"}, {"desc", "a \"q\" \\ \n"}});
+  CHECK(set.text() == "device=\"mlx5_0\",desc=\"a \\\"q\\\" \\\\ \\n\"");
+  MetricSink by_set, by_labels;
+  by_set.counter(set, "x_total", "h", 18446744073709551615ull);
+  by_set.gauge(set, "g", "h", 0.5, "counter", "SwLinkUp,32");
+  by_set.gauge_u64(LabelSet(), "n", "h", 3, "method", "open");
+  by_labels.counter("x_total", "h", set.labels(), 18446744073709551615ull);
+  by_labels.gauge("g", "h", {{"device", "mlx5_0"}, {"desc", "a \"q\" \\ \n"}, {"counter", "SwLinkUp,32"}}, 0.5);
+  by_labels.gauge_u64("n", "h", {{"method", "open"}}, 3);
+  std::string a, b;
+  write_text(by_set.families(), a);
+  write_text(by_labels.families(), b);
+  CHECK(a == b);
+  CHECK(by_set.families()[1].samples[0].all_labels() == by_labels.families()[1].samples[0].labels);
+  // A histogram against a set: the set's labels before le.
+  MetricSink h;
+  HistogramValue hv{{1.0}, {2}, 3, 4.5};
+  h.add(LabelSet(Labels{{"p", "1"}}), "lat", MetricType::kHistogram, "h", hv);
+  std::string ht;
+  write_text(h.families(), ht);
+  CHECK(ht.find("lat_bucket{p=\"1\",le=\"1\"} 2\n") != std::string::npos);
+  CHECK(ht.find("lat_count{p=\"1\"} 3\n") != std::string::npos);
+}
+
 TEST_CASE("families keep declaration order and group their samples") {
   MetricSink s;
   s.gauge("a", "h", {{"p", "1"}}, 1);
