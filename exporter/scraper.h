@@ -1,5 +1,5 @@
-// One scrape: discover the host once, run every enabled collector on its own worker thread
-// under the scrape timeout, join their samples and add the self-metrics. A collector that
+// One scrape: discover the host once, run every enabled collector on its own long-lived worker
+// thread under the scrape timeout, join their samples and add the self-metrics. A collector that
 // throws or overruns is reported as failed; the scrape always answers.
 #pragma once
 
