@@ -404,7 +404,7 @@ TEST_CASE("histogram buckets use le semantics") {
 // engine ticked only at its own deadlines must do exactly what one ticked every 50 µs does
 // (same posts at the same times, same connects), through connects, completions, error
 // completions (teardown, backoff, reconnect) and lost probes.
-TEST_CASE("ticking only at next_deadline() does the same as ticking often (cached next due time)") {
+TEST_CASE("ticking only at next_deadline() does the same as ticking often (the due-time heap)") {
   struct Run {
     FakeTransport t;
     Engine e;
