@@ -9,6 +9,10 @@
 #  4. the TCG slowdown: the same awk loop as bench/prober/calibrate.sh (run that on the host);
 #  5. an independent RTT reference at the prober's rates: rdma_write_loop (tests/vm) posting one
 #     64-byte write every 20 ms and every 1 ms, post -> completion busy-polled.
+# With RTT_ROUNDS=R, 2. and 5. at 20 ms are instead interleaved in one run: R rounds of a prober
+# phase and a reference phase (in alternating order), each round's ratio of the medians, and the
+# median of those ratios: the guest's speed drifts by tens of percent between runs, not much
+# within one round. ONLY=rtt stops after the RTT phases (no CPU phase); ONLY=cpu skips them.
 # With FLOWS=K, every peer of the CPU phase has K flows (K QPs): N x K probes per second.
 # Usage: tests/vm/vm-run.sh --build build-prober --timeout 420 -- \
 #          [env BEFORE=build-prober/rdma_exporter.before WINDOWS="0 50us 100us 200us" FLOWS=4] \
@@ -56,26 +60,7 @@ start_pair() {  # start_pair BINARY N INTERVAL [EXTRA PROBER FLAGS...]
   A=$!
 }
 stop_pair() { kill $A $B; wait $A $B 2>/dev/null; }
-scrape() { curl -sf http://127.0.0.1:9890/metrics; }
-threads() {  # "name utime stime" for every thread of a process, clock ticks
-  local t; for t in /proc/$1/task/*; do
-    printf '%s ' "$(tr ' ' _ <"$t/comm")"; awk '{ print $14, $15 }' "$t/stat"; done 2>/dev/null
-}
-calibrate() {  # user CPU seconds of the awk loop of bench/prober/calibrate.sh (and wall seconds)
-  local TIMEFORMAT='%U %R'; { time awk 'BEGIN { for (i = 0; i < 20000000; i++) s += i }'; } 2>&1 | awk '{ printf "user %.2f s (wall %.2f s)", $1, $2 }'; }
-
-# "WINDOW[@INTERVAL[@PEERS]]": also the default window at a 1 ms interval, and with HOT_PEERS
-# QPs at 1 ms each: that many probes per second keep the emulated kernel paths as hot as
-# ib_write_lat's back-to-back ping-pong does, the like-for-like comparison in a TCG guest.
-HOT_PEERS=${HOT_PEERS:-16}
-for wi in $WINDOWS 50us@1ms "50us@1ms@$HOT_PEERS"; do
-  IFS=@ read -r win iv peers <<<"$wi"
-  iv=${iv:-20ms}; peers=${peers:-1}
-  echo "== prober median RTT, poll window $win ($peers peer(s), $iv interval each, ${RTT_SECS}s)"
-  start_pair "$EXP" "$peers" "$iv" --collector.prober.poll-window="$win"
-  sleep "$RTT_SECS"
-  scrape >"$W/m1"
-  stop_pair
+rtt_summary() {  # the prober's probes, losses and median RTT from a scrape, and its poll counters
   awk '
     # summed over the peers: buckets by le (in the order of the first series), counts, losses
     /^rdma_prober_rtt_seconds_bucket/ { match($0, /le="[^"]+"/); le = substr($0, RSTART + 4, RLENGTH - 5)
@@ -94,13 +79,62 @@ for wi in $WINDOWS 50us@1ms "50us@1ms@$HOT_PEERS"; do
       }
       printf "probes=%d lost=%d median=%.1f us (interpolated in 5 us buckets); completions found polling=%d, window exhausted=%d; mean time in ibv_post_send %.1f us\n",
              total, lost, med * 1e6, polled, missed, total ? post / total * 1e6 : 0
-    }' "$W/m1"
-done
+    }' "$1"
+}
+prober_rtt() {  # prober_rtt WINDOW INTERVAL PEERS: one prober phase of RTT_SECS, its summary line
+  start_pair "$EXP" "$3" "$2" --collector.prober.poll-window="$1"
+  sleep "$RTT_SECS"
+  scrape >"$W/m1"
+  stop_pair
+  rtt_summary "$W/m1"
+}
+reference_rtt() {  # reference_rtt INTERVAL_US: rdma_write_loop's post-to-completion line
+  "$WRITE_LOOP" rxe0 rxe1 $((RTT_SECS * 1000000 / $1)) 64 pace "$1" | grep '^post-to-completion'
+}
+scrape() { curl -sf http://127.0.0.1:9890/metrics; }
+threads() {  # "name utime stime" for every thread of a process, clock ticks
+  local t; for t in /proc/$1/task/*; do
+    printf '%s ' "$(tr ' ' _ <"$t/comm")"; awk '{ print $14, $15 }' "$t/stat"; done 2>/dev/null
+}
+calibrate() {  # user CPU seconds of the awk loop of bench/prober/calibrate.sh (and wall seconds)
+  local TIMEFORMAT='%U %R'; { time awk 'BEGIN { for (i = 0; i < 20000000; i++) s += i }'; } 2>&1 | awk '{ printf "user %.2f s (wall %.2f s)", $1, $2 }'; }
 
-for iv_us in 20000 1000; do
-  echo "== reference: rdma_write_loop, one 64 B write every $((iv_us / 1000)) ms, post -> completion (${RTT_SECS}s)"
-  "$WRITE_LOOP" rxe0 rxe1 $((RTT_SECS * 1000000 / iv_us)) 64 pace "$iv_us" | grep '^post-to-completion'
-done
+RTT_ROUNDS=${RTT_ROUNDS:-0}
+if [ "${ONLY:-}" = cpu ]; then
+  :
+elif ((RTT_ROUNDS > 0)); then
+  echo "== RTT at 20 ms, interleaved: $RTT_ROUNDS rounds of the prober (1 peer, poll window 50us) and rdma_write_loop (${RTT_SECS}s each)"
+  for r in $(seq "$RTT_ROUNDS"); do
+    # Odd rounds prober first, even rounds reference first: a drift within the run favours neither.
+    if ((r % 2)); then p=$(prober_rtt 50us 20ms 1); q=$(reference_rtt 20000)
+    else q=$(reference_rtt 20000); p=$(prober_rtt 50us 20ms 1); fi
+    pm=$(sed -n 's/.* median=\([0-9.]*\) us.*/\1/p' <<<"$p"); qm=$(sed -n 's/.* median=\([0-9.]*\) us.*/\1/p' <<<"$q")
+    echo "round $r: prober $p"
+    echo "round $r: reference $q"
+    awk -v r="$r" -v p="$pm" -v q="$qm" 'BEGIN { printf "round %d: prober / reference = %.1f / %.1f us = %.3f\n", r, p, q, (q > 0 ? p / q : 0) }' |
+      tee -a "$W/ratios"
+  done
+  sort -t= -k3 -g "$W/ratios" | awk -F'= ' '{ r[NR] = $NF } END {
+    m = NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
+    printf "median ratio prober / reference over %d rounds: %.3f (min %.3f, max %.3f)\n", NR, m, r[1], r[NR] }'
+else
+  # "WINDOW[@INTERVAL[@PEERS]]": also the default window at a 1 ms interval, and with HOT_PEERS
+  # QPs at 1 ms each: that many probes per second keep the emulated kernel paths as hot as
+  # ib_write_lat's back-to-back ping-pong does, the like-for-like comparison in a TCG guest.
+  HOT_PEERS=${HOT_PEERS:-16}
+  for wi in $WINDOWS 50us@1ms "50us@1ms@$HOT_PEERS"; do
+    IFS=@ read -r win iv peers <<<"$wi"
+    iv=${iv:-20ms}; peers=${peers:-1}
+    echo "== prober median RTT, poll window $win ($peers peer(s), $iv interval each, ${RTT_SECS}s)"
+    prober_rtt "$win" "$iv" "$peers"
+  done
+
+  for iv_us in 20000 1000; do
+    echo "== reference: rdma_write_loop, one 64 B write every $((iv_us / 1000)) ms, post -> completion (${RTT_SECS}s)"
+    reference_rtt "$iv_us"
+  done
+fi
+if [ "${ONLY:-}" = rtt ]; then exit 0; fi
 
 cpu_phase() {  # cpu_phase LABEL BINARY [EXTRA FLAGS...]
   local label=$1 bin=$2; shift 2
@@ -141,11 +175,9 @@ cpu_phase() {  # cpu_phase LABEL BINARY [EXTRA FLAGS...]
       }' "$W/t${side}0" "$W/t${side}1"
   done
 }
-if [ -n "${BEFORE:-}" ]; then cpu_phase "before ($BEFORE)" "$BEFORE"; fi
-if ((FLOWS > 1)); then
-  cpu_phase "after ($EXP, default poll window)" "$EXP" --collector.prober.flows="$FLOWS"
-else
-  cpu_phase "after ($EXP, default poll window)" "$EXP"
-fi
+FLOW_ARGS=()  # both builds with the same flows: the same probes per second
+if ((FLOWS > 1)); then FLOW_ARGS=(--collector.prober.flows="$FLOWS"); fi
+if [ -n "${BEFORE:-}" ]; then cpu_phase "before ($BEFORE)" "$BEFORE" "${FLOW_ARGS[@]}"; fi
+cpu_phase "after ($EXP, default poll window)" "$EXP" "${FLOW_ARGS[@]}"
 
 echo "== calibration: awk loop of 2e7 iterations: $(calibrate); $(calibrate) (compare: bench/prober/calibrate.sh on the host)"

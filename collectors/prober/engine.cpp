@@ -1,6 +1,7 @@
 #include "collectors/prober/engine.h"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 namespace rdma::collectors::prober {
@@ -41,10 +42,10 @@ void Engine::set_peers(std::vector<PeerSpec> peers, TimePoint now) {
   if (peers == peers_) return;
   peers_ = std::move(peers);
   rebuild_links(now);
+  drop_stale();  // entries of the links closed
 }
 
 void Engine::rebuild_links(TimePoint now) {
-  due_valid_ = false;
   // The peers probed now: all of them, or the rotating window beyond max_peers.
   std::vector<const PeerSpec*> probed;
   if (!aggregated()) {
@@ -92,7 +93,7 @@ void Engine::rebuild_links(TimePoint now) {
     l.flow = std::get<2>(key);
     l.stats_key = stats_key(l.peer, l.local);
     l.stats = &stats_[l.stats_key];
-    links_.emplace(l.id, std::move(l));
+    requeue(links_.emplace(l.id, std::move(l)).first->second);
   }
   // Per-peer statistics go with their link; group statistics stay while the group exists.
   std::set<std::string> keep;
@@ -111,7 +112,6 @@ TimePoint Engine::jittered(TimePoint from) {
 }
 
 void Engine::teardown(Link& l, TimePoint now, const std::string& reason) {
-  due_valid_ = false;
   auto& st = stats_of(l);
   if (!reason.empty()) ++st.errors[reason];
   for (const auto& p : l.in_flight)
@@ -124,28 +124,31 @@ void Engine::teardown(Link& l, TimePoint now, const std::string& reason) {
   l.state = State::kBackoff;
   l.backoff = l.backoff.count() == 0 ? cfg_.backoff_initial : std::min(cfg_.backoff_max, l.backoff * 2);
   l.retry_at = now + l.backoff;
+  requeue(l);
 }
 
 void Engine::park(Link& l) {
-  due_valid_ = false;
   if (l.state != State::kIdle && l.state != State::kSelf) transport_.close(l.id);
   l.in_flight.clear();  // neither lost nor late: the local port went away under them
   if (l.state != State::kSelf) l.state = State::kIdle;
   l.last_ok = true;
   l.failing = false;
   l.backoff = std::chrono::milliseconds(0);
+  requeue(l);  // out of the heap until the port is ACTIVE again
 }
 
 void Engine::set_local_state(const LocalPort& local, bool up) {
   if (up == !down_.count(local)) return;
-  due_valid_ = false;  // parked links are due again (kIdle connects at once)
   if (up) {
     down_.erase(local);
-    return;
+    for (auto& [id, l] : links_)
+      if (l.local == local) requeue(l);  // parked links are due again (kIdle connects at once)
+  } else {
+    down_.insert(local);
+    for (auto& [id, l] : links_)
+      if (l.local == local) park(l);
   }
-  down_.insert(local);
-  for (auto& [id, l] : links_)
-    if (l.local == local) park(l);
+  drop_stale();
 }
 
 void Engine::handle(const TransportEvent& e) {
@@ -155,11 +158,14 @@ void Engine::handle(const TransportEvent& e) {
     if (e.kind == TransportEvent::Kind::kCompletion) ++late_;
     return;  // a link closed meanwhile
   }
-  Link& l = it->second;
+  handle_link(it->second, e);
+  drop_stale();
+}
+
+void Engine::handle_link(Link& l, const TransportEvent& e) {
   switch (e.kind) {
     case TransportEvent::Kind::kConnected:
       if (l.state != State::kConnecting) return;
-      due_valid_ = false;
       l.state = State::kUp;
       l.failing = false;
       l.connect_seconds = std::max(0.0, Seconds(e.at - l.connect_started).count());
@@ -169,13 +175,14 @@ void Engine::handle(const TransportEvent& e) {
         std::uniform_real_distribution<double> u(0.0, 1.0);  // spread first probes over one interval
         l.next_probe = e.at + std::chrono::duration_cast<Clock::duration>(Seconds(Seconds(cfg_.interval).count() * u(rng_)));
       }
+      requeue(l);
       return;
     case TransportEvent::Kind::kConnectFailed:
       if (l.state != State::kConnecting) return;
-      due_valid_ = false;
       if (e.self) {
         transport_.close(l.id);
         l.state = State::kSelf;
+        requeue(l);  // never due again
         return;
       }
       teardown(l, e.at, e.reason.empty() ? "connect" : e.reason);
@@ -189,7 +196,6 @@ void Engine::handle(const TransportEvent& e) {
       }
       Probe probe = *p;
       l.in_flight.erase(p);
-      if (!probe.expired && probe.deadline <= next_due_) due_valid_ = false;  // it may have defined next_due_
       auto& st = stats_of(l);
       if (!e.ok) {
         if (!probe.expired) ++st.lost, ++l.window_lost;
@@ -200,6 +206,7 @@ void Engine::handle(const TransportEvent& e) {
         ++late_;
         return;
       }
+      if (!l.queued || probe.deadline <= l.queued_at) requeue(l);  // its deadline may have been the link's due time
       const double rtt = std::max(0.0, Seconds(e.at - probe.posted).count());
       st.rtt.observe(cfg_.buckets, rtt);
       if (e.nic_seconds) {
@@ -239,10 +246,10 @@ void Engine::rotate_flows(TimePoint now) {
   const unsigned turn = static_cast<unsigned>(flow_turn_++ % cfg_.flows);
   for (auto& [id, l] : links_)
     if (l.flow == turn && l.state == State::kUp) {
-      due_valid_ = false;
       transport_.close(l.id);
       l.in_flight.clear();  // posted on the old QP: neither lost nor completed
       l.state = State::kIdle;
+      requeue(l);
     }
 }
 
@@ -251,23 +258,59 @@ void Engine::tick(TimePoint now) {
     started_ = true;
     window_start_ = flows_rotated_at_ = now;
   }
-  if (due_valid_ && now < next_due_) return;  // nothing is due: no scan of the links
   if (now - window_start_ >= cfg_.window) close_window(now);
   if (cfg_.flow_rotation.count() > 0 && now - flows_rotated_at_ >= cfg_.flow_rotation) rotate_flows(now);
   if (aggregated() && now - rotated_at_ >= cfg_.rotate_interval) {
     rotation_ += cfg_.sample_size;
     rebuild_links(now);
   }
-  // One scan: do what is due, and find the next due time (next_deadline() returns it).
+  // The links due, in the order of their ids as a scan of links_ would take them (the order in
+  // which they connect and post when several are due at once).
+  batch_.clear();
+  while (!due_.empty() && due_.front().at <= now) {
+    const Due d = due_.front();
+    std::pop_heap(due_.begin(), due_.end(), std::greater<>{});
+    due_.pop_back();
+    auto it = links_.find(d.link);
+    if (it == links_.end() || it->second.queued != d.seq) continue;  // stale
+    it->second.queued = 0;
+    batch_.push_back(d.link);
+  }
+  std::sort(batch_.begin(), batch_.end());
+  for (const auto id : batch_) {
+    Link& l = links_.at(id);
+    tick_link(l, now);
+    requeue(l);
+  }
+  drop_stale();
+}
+
+void Engine::requeue(Link& l) {
+  const TimePoint at = link_next(l, TimePoint::min());  // kIdle: due at once
+  if (l.queued && l.queued_at == at) return;
+  l.queued = 0;  // the old entry, if any, is stale now
+  if (at == TimePoint::max()) return;  // parked or kSelf: due only when something happens to it
+  l.queued = ++due_seq_;
+  l.queued_at = at;
+  due_.push_back({at, l.id, l.queued});
+  std::push_heap(due_.begin(), due_.end(), std::greater<>{});
+}
+
+void Engine::drop_stale() {
+  while (!due_.empty()) {
+    const Due& d = due_.front();
+    auto it = links_.find(d.link);
+    if (it != links_.end() && it->second.queued == d.seq) return;
+    std::pop_heap(due_.begin(), due_.end(), std::greater<>{});
+    due_.pop_back();
+  }
+}
+
+TimePoint Engine::global_next(TimePoint now) const {
   TimePoint next = std::min(now + std::chrono::hours(1), window_start_ + cfg_.window);
   if (cfg_.flow_rotation.count() > 0) next = std::min(next, flows_rotated_at_ + cfg_.flow_rotation);
   if (aggregated()) next = std::min(next, rotated_at_ + cfg_.rotate_interval);
-  for (auto& [id, l] : links_) {
-    tick_link(l, now);
-    next = std::min(next, link_next(l, now));
-  }
-  next_due_ = next;
-  due_valid_ = true;
+  return next;
 }
 
 void Engine::tick_link(Link& l, TimePoint now) {
@@ -335,12 +378,9 @@ TimePoint Engine::link_next(const Link& l, TimePoint now) const {
 }
 
 TimePoint Engine::next_deadline(TimePoint now) const {
-  if (due_valid_) return std::max(next_due_, now);
   if (!started_) return now;
-  TimePoint next = std::min(now + std::chrono::hours(1), window_start_ + cfg_.window);
-  if (cfg_.flow_rotation.count() > 0) next = std::min(next, flows_rotated_at_ + cfg_.flow_rotation);
-  if (aggregated()) next = std::min(next, rotated_at_ + cfg_.rotate_interval);
-  for (const auto& [id, l] : links_) next = std::min(next, link_next(l, now));
+  TimePoint next = global_next(now);
+  if (!due_.empty()) next = std::min(next, due_.front().at);  // live: every change ends with drop_stale()
   return std::max(next, now);
 }
 

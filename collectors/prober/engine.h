@@ -195,6 +195,15 @@ class Engine {
     std::uint64_t window_sent = 0, window_lost = 0;
     bool failing = false;       // torn down or failed to connect since it was last up
     TimePoint missed_next{};    // failing: when the next probe would have been due
+    std::uint64_t queued = 0;   // the seq of its live entry in due_, 0: none (parked, kSelf)
+    TimePoint queued_at{};      // that entry's time
+  };
+  // One entry of the due-time heap. A link has at most one live entry (seq == Link::queued);
+  // entries of links since requeued or closed are stale and dropped when they reach the top.
+  struct Due {
+    TimePoint at;
+    std::uint64_t link, seq;
+    bool operator>(const Due& o) const { return at != o.at ? at > o.at : link > o.link; }
   };
   using LinkKey = std::tuple<std::string, LocalPort, unsigned>;  // peer name, local port, flow
   std::string stats_key(const PeerSpec& p, const LocalPort& l) const;
@@ -207,9 +216,13 @@ class Engine {
   void close_window(TimePoint now);
   void rotate_flows(TimePoint now);
   void finish_probe(Link& l, std::size_t idx, const TransportEvent& e);
+  void handle_link(Link& l, const TransportEvent& e);
   TimePoint jittered(TimePoint from);
   void tick_link(Link& l, TimePoint now);
   TimePoint link_next(const Link& l, TimePoint now) const;  // when tick() has something to do for l
+  void requeue(Link& l);  // l's due time may have changed: give it a new heap entry if it did
+  void drop_stale();      // pops stale entries off the top, so that next_deadline() reads a live one
+  TimePoint global_next(TimePoint now) const;  // window end, flow rotation, sample rotation
   Stats& stats_of(const Link& l) { return *l.stats; }  // no string-keyed lookup per link per tick
 
   EngineConfig cfg_;
@@ -230,11 +243,13 @@ class Engine {
   std::map<std::string, Stats> stats_;
   std::uint64_t next_link_ = 1, next_probe_ = 1;
   std::uint64_t late_ = 0, link_limit_hits_ = 0;
-  // The earliest time tick() has something to do, as of the last full scan; tick() skips the scan
-  // before it, and next_deadline() returns it without a scan. Cleared by whatever makes a link due
-  // earlier (new links, connects, teardowns, the completion of the probe that defined it).
-  TimePoint next_due_{};
-  bool due_valid_ = false;
+  // When each link has something to do next, earliest first: a wake-up pops the links due and
+  // requeues them, O(log n) each, instead of scanning all links. Whatever may change a link's
+  // due time (connects, teardowns, parking, completions) requeues it at once; a link whose due
+  // time did not move keeps its entry.
+  std::vector<Due> due_;  // std::push_heap/pop_heap with std::greater: a min-heap
+  std::uint64_t due_seq_ = 0;
+  std::vector<std::uint64_t> batch_;  // tick()'s scratch, kept to reuse its capacity
   std::mt19937_64 rng_;
 };
 

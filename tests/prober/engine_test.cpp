@@ -404,7 +404,7 @@ TEST_CASE("histogram buckets use le semantics") {
 // engine ticked only at its own deadlines must do exactly what one ticked every 50 µs does
 // (same posts at the same times, same connects), through connects, completions, error
 // completions (teardown, backoff, reconnect) and lost probes.
-TEST_CASE("ticking only at next_deadline() does the same as ticking often (cached next due time)") {
+TEST_CASE("ticking only at next_deadline() does the same as ticking often (the due-time heap)") {
   struct Run {
     FakeTransport t;
     Engine e;
@@ -464,6 +464,51 @@ TEST_CASE("ticking only at next_deadline() does the same as ticking often (cache
     CHECK(a.peers[i].stats.lost == b.peers[i].stats.lost);
     CHECK(a.peers[i].stats.errors == b.peers[i].stats.errors);
   }
+}
+
+TEST_CASE("links due at the same time are served in link order, and a link removed while queued is never due") {
+  FakeTransport t;
+  Engine e(no_jitter(), t, {kPort});
+  e.set_peers({peer("a"), peer("b"), peer("c")}, T0);
+  e.tick(T0);
+  REQUIRE(t.connects.size() == 3);
+  std::vector<std::uint64_t> ids;
+  for (const auto& c : t.connects) ids.push_back(c.link);
+  CHECK(std::is_sorted(ids.begin(), ids.end()));
+  // All three fail at the same time, reported in reverse order: equal retry times.
+  for (auto it = ids.rbegin(); it != ids.rend(); ++it) {
+    TransportEvent f;
+    f.kind = TransportEvent::Kind::kConnectFailed;
+    f.link = *it;
+    f.at = T0;
+    e.handle(f);
+  }
+  CHECK(e.next_deadline(T0) == T0 + 1s);
+  t.connects.clear();
+  t.now = T0 + 1s;
+  e.tick(T0 + 1s);
+  REQUIRE(t.connects.size() == 3);
+  for (std::size_t i = 0; i < ids.size(); ++i) CHECK(t.connects[i].link == ids[i]);
+
+  // "a" fails again at once, "c" half a second later: "a" is due first; removing it leaves "c".
+  TransportEvent f;
+  f.kind = TransportEvent::Kind::kConnectFailed;
+  f.link = ids[0];
+  f.at = T0 + 1s;
+  e.handle(f);
+  f.link = ids[2];
+  f.at = T0 + 1500ms;
+  e.handle(f);
+  e.handle(connected(ids[1], T0 + 1s));
+  e.set_peers({peer("b"), peer("c")}, T0 + 1500ms);
+  CHECK(!e.state("a", kPort));
+  const auto next = e.next_deadline(T0 + 1500ms);
+  CHECK(next > T0 + 1500ms);  // nothing of "a" (retry at 2 s, a missed probe at 2 s) is left due
+  t.connects.clear();
+  run_until(e, t, T0 + 1500ms, T0 + 10s, true);
+  for (const auto& c : t.connects) CHECK(c.link != ids[0]);
+  for (const auto& [link, probe] : t.posts) CHECK(link != ids[0]);
+  CHECK(std::any_of(t.connects.begin(), t.connects.end(), [&](const ConnectRequest& c) { return c.link == ids[2]; }));
 }
 
 TEST_CASE("a local port that leaves ACTIVE parks its links: not probed, nothing lost, back when ACTIVE") {
