@@ -215,7 +215,6 @@ class Engine {
   void park(Link& l);
   void close_window(TimePoint now);
   void rotate_flows(TimePoint now);
-  void finish_probe(Link& l, std::size_t idx, const TransportEvent& e);
   void handle_link(Link& l, const TransportEvent& e);
   TimePoint jittered(TimePoint from);
   void tick_link(Link& l, TimePoint now);
