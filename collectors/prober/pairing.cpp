@@ -39,7 +39,7 @@ std::string subnet_label(const Gid& g, unsigned bits) {
     std::string s;
     for (int i = 0; i < 16; i += 2) {
       char part[8];
-      std::snprintf(part, sizeof part, "%s%x", i ? ":" : "", (net[i] << 8) | net[i + 1]);
+      std::snprintf(part, sizeof part, "%s%x", i ? ":" : "", static_cast<unsigned>((net[i] << 8) | net[i + 1]));
       s += part;
     }
     std::snprintf(buf, sizeof buf, "%s/%u", s.c_str(), bits);
