@@ -1,5 +1,6 @@
 #include "collectors/prober/handshake.h"
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -15,6 +16,8 @@ constexpr std::size_t kHelloSize = kNonceSize + 8 + kEndpointSize + kNameSize;
 constexpr std::size_t kAcceptSize = kEndpointSize + kNameSize;
 constexpr std::size_t kRejectSize = 2;
 constexpr std::size_t kSessionHelloSize = kHelloSize + 1 + 4;
+constexpr std::size_t kPortRequestSize = kNonceSize;
+constexpr std::size_t kMinPortTableSize = kNameSize + 1;  // a name and a port count of 0
 static_assert(kHelloSize <= kMaxBody && kAcceptSize <= kMaxBody && kSessionHelloSize <= kMaxBody);
 
 std::optional<std::size_t> body_size(std::uint8_t type) {
@@ -24,8 +27,17 @@ std::optional<std::size_t> body_size(std::uint8_t type) {
     case FrameType::kAccept: return kAcceptSize;
     case FrameType::kReject: return kRejectSize;
     case FrameType::kSessionHello: return kSessionHelloSize;
+    case FrameType::kPortRequest: return kPortRequestSize;
+    case FrameType::kPortTable: return kMaxPortTableBody;  // the bound; the one variable-length body
   }
   return std::nullopt;
+}
+
+bool variable_length(std::uint8_t type) { return type == static_cast<std::uint8_t>(FrameType::kPortTable); }
+
+// Printable ASCII only: these strings end up in label values and log lines.
+bool printable(std::span<const std::uint8_t> s) {
+  return std::all_of(s.begin(), s.end(), [](std::uint8_t c) { return c >= 0x20 && c < 0x7f; });
 }
 
 class Writer {
@@ -40,6 +52,26 @@ class Writer {
     std::array<std::uint8_t, kNameSize> buf{};
     std::memcpy(buf.data(), s.data(), std::min(s.size(), kNameSize));
     bytes(buf);
+  }
+  // u8 length, then the bytes, cut to kMaxTableString.
+  void str(const std::string& s) {
+    const auto n = std::min(s.size(), kMaxTableString);
+    u8(static_cast<std::uint8_t>(n));
+    bytes(std::span(reinterpret_cast<const std::uint8_t*>(s.data()), n));
+  }
+  void table(const PortTable& t) {
+    name(t.name);
+    const auto ports = std::min(t.ports.size(), kMaxTablePorts);
+    u8(static_cast<std::uint8_t>(ports));
+    for (std::size_t i = 0; i < ports; ++i) {
+      const auto& p = t.ports[i];
+      str(p.device), u8(p.port), u8(static_cast<std::uint8_t>(p.link_layer)), u8(p.state), u16(p.lid), u64(p.subnet_prefix);
+      str(p.rail);
+      const auto gids = std::min(p.gids.size(), kMaxPortGids);
+      u8(static_cast<std::uint8_t>(gids));
+      for (std::size_t g = 0; g < gids; ++g)
+        bytes(p.gids[g].gid), u8(static_cast<std::uint8_t>(p.gids[g].kind)), u8(p.gids[g].prefix_len), str(p.gids[g].netdev);
+    }
   }
   void hello(const Hello& h) { bytes(h.nonce), u64(h.instance), endpoint(h.endpoint), name(h.name); }
   void endpoint(const Endpoint& e) {
@@ -78,6 +110,18 @@ class Reader {
     for (std::size_t i = 0; i < len; ++i)
       if (raw[i] < 0x20 || raw[i] == 0x7f) return std::nullopt;
     return std::string(reinterpret_cast<const char*>(raw.data()), len);
+  }
+  bool have(std::size_t n) const { return in_.size() - pos_ >= n; }
+  bool done() const { return pos_ == in_.size(); }
+  // u8 length, then that many printable bytes; nullopt past the end, over the bound, or unprintable.
+  std::optional<std::string> str() {
+    if (!have(1)) return std::nullopt;
+    const std::size_t n = u8();
+    if (n > kMaxTableString || !have(n)) return std::nullopt;
+    auto raw = in_.subspan(pos_, n);
+    pos_ += n;
+    if (!printable(raw)) return std::nullopt;
+    return std::string(reinterpret_cast<const char*>(raw.data()), n);
   }
   Endpoint endpoint() {
     Endpoint e;
@@ -138,6 +182,54 @@ std::string_view decode_status_label(DecodeStatus s) {
 }
 
 namespace {
+std::optional<TablePort> read_table_port(Reader& r) {
+  TablePort p;
+  auto device = r.str();
+  if (!device || device->empty() || !r.have(1 + 1 + 1 + 2 + 8)) return std::nullopt;
+  p.device = std::move(*device);
+  p.port = r.u8();
+  const auto link = r.u8();
+  p.state = r.u8();
+  p.lid = r.u16();
+  p.subnet_prefix = r.u64();
+  if (p.port == 0 || link < 1 || link > 2 || p.state > 5) return std::nullopt;
+  p.link_layer = static_cast<LinkLayer>(link);
+  auto rail = r.str();
+  if (!rail || !r.have(1)) return std::nullopt;
+  p.rail = std::move(*rail);
+  const std::size_t gids = r.u8();
+  if (gids > kMaxPortGids) return std::nullopt;
+  for (std::size_t g = 0; g < gids; ++g) {
+    if (!r.have(16 + 1 + 1)) return std::nullopt;
+    TableGid t;
+    t.gid = r.array<16>();
+    const auto kind = r.u8();
+    t.prefix_len = r.u8();
+    auto netdev = r.str();
+    if (!netdev || kind < 1 || kind > 3 || t.prefix_len > 128) return std::nullopt;
+    t.kind = static_cast<GidKind>(kind);
+    t.netdev = std::move(*netdev);
+    p.gids.push_back(std::move(t));
+  }
+  return p;
+}
+
+std::optional<PortTable> read_port_table(Reader& r) {
+  PortTable t;
+  auto name = r.name();
+  if (!name) return std::nullopt;
+  t.name = std::move(*name);
+  const std::size_t ports = r.u8();
+  if (ports > kMaxTablePorts) return std::nullopt;
+  for (std::size_t i = 0; i < ports; ++i) {
+    auto p = read_table_port(r);
+    if (!p) return std::nullopt;
+    t.ports.push_back(std::move(*p));
+  }
+  if (!r.done()) return std::nullopt;  // the counts must account for every byte of the body
+  return t;
+}
+
 std::optional<Hello> read_hello(Reader& r) {
   Hello h;
   h.nonce = r.array<kNonceSize>();
@@ -158,7 +250,7 @@ DecodeStatus check_header(std::span<const std::uint8_t> b, std::size_t& body) {
   if (!want) return DecodeStatus::kBadType;
   if (b[6] != 0 || b[7] != 0) return DecodeStatus::kBadField;
   std::uint32_t len = (std::uint32_t{b[8]} << 24) | (std::uint32_t{b[9]} << 16) | (std::uint32_t{b[10]} << 8) | b[11];
-  if (len != *want) return DecodeStatus::kBadLength;
+  if (variable_length(b[5]) ? (len < kMinPortTableSize || len > *want) : len != *want) return DecodeStatus::kBadLength;
   body = len;
   return DecodeStatus::kOk;
 }
@@ -206,6 +298,12 @@ Decoded decode_frame(std::span<const std::uint8_t> b, std::string_view secret, s
       a.name = std::move(*name);
       return {DecodeStatus::kOk, std::move(a)};
     }
+    case FrameType::kPortRequest: return {DecodeStatus::kOk, PortRequest{r.array<kNonceSize>()}};
+    case FrameType::kPortTable: {
+      auto t = read_port_table(r);
+      if (!t) return {DecodeStatus::kBadField, std::nullopt};
+      return {DecodeStatus::kOk, std::move(*t)};
+    }
     case FrameType::kReject: {
       auto reason = r.u16();
       if (reason < 1 || reason > 6) return {DecodeStatus::kBadField, std::nullopt};
@@ -228,6 +326,8 @@ std::vector<std::uint8_t> encode_frame(const Message& m, std::string_view secret
         else if constexpr (std::is_same_v<T, Hello>) return FrameType::kHello;
         else if constexpr (std::is_same_v<T, Accept>) return FrameType::kAccept;
         else if constexpr (std::is_same_v<T, SessionHello>) return FrameType::kSessionHello;
+        else if constexpr (std::is_same_v<T, PortRequest>) return FrameType::kPortRequest;
+        else if constexpr (std::is_same_v<T, PortTable>) return FrameType::kPortTable;
         else return FrameType::kReject;
       },
       m)));
@@ -240,6 +340,8 @@ std::vector<std::uint8_t> encode_frame(const Message& m, std::string_view secret
         else if constexpr (std::is_same_v<T, Hello>) w.hello(v);
         else if constexpr (std::is_same_v<T, SessionHello>) w.hello(v.hello), w.u8(static_cast<std::uint8_t>(v.kind)), w.u32(v.buffer_bytes);
         else if constexpr (std::is_same_v<T, Accept>) w.endpoint(v.endpoint), w.name(v.name);
+        else if constexpr (std::is_same_v<T, PortRequest>) w.bytes(v.nonce);
+        else if constexpr (std::is_same_v<T, PortTable>) w.table(v);
         else w.u16(static_cast<std::uint16_t>(v.reason));
       },
       m);

@@ -7,7 +7,8 @@
 //          4  version (1)         u8
 //          5  type                u8   1 challenge, 2 hello, 3 accept, 4 reject, 5 session hello
 //          6  flags (0)           u16
-//          8  body length         u32 big endian, must equal the fixed size of the type
+//          8  body length         u32 big endian, must equal the fixed size of the type (a port
+//                                      table: at least its count byte, at most kMaxPortTableBody)
 //         12  body
 //   12 + len  mac                 32 bytes HMAC-SHA256(secret, header | body | peer nonce)
 //
@@ -21,6 +22,16 @@
 // registers a buffer of that size for this connection only, answers accept or reject, and frees
 // both when the TCP connection closes. A responder without a shared secret refuses sessions
 // (reject no_secret): a bandwidth test competes with production traffic.
+//
+// Types 6 and 7 (port table, added in version 1 as new types like type 5): after the challenge
+// the prober may send a port request{client nonce} (mac over the server nonce); the responder
+// answers with its port table (mac over the client nonce): every port with its device, number,
+// link layer, state, LID, subnet prefix, rail label and GIDs (each with its type, netdev and
+// prefix length), from which the prober pairs its own ports rail by rail. The table is the one
+// variable-length body: counts are bounded (kMaxTablePorts, kMaxPortGids) and every string is
+// length-prefixed and bounded, so a table is never larger than kMaxPortTableBody. An older
+// responder finds no size for type 6, answers nothing and closes: the prober then pairs as
+// before the table existed.
 #pragma once
 
 #include <array>
@@ -44,7 +55,9 @@ inline constexpr std::size_t kMaxBody = 256;  // largest fixed body, checked bef
 using Nonce = std::array<std::uint8_t, kNonceSize>;
 using Gid = std::array<std::uint8_t, 16>;
 
-enum class FrameType : std::uint8_t { kChallenge = 1, kHello = 2, kAccept = 3, kReject = 4, kSessionHello = 5 };
+enum class FrameType : std::uint8_t {
+  kChallenge = 1, kHello = 2, kAccept = 3, kReject = 4, kSessionHello = 5, kPortRequest = 6, kPortTable = 7,
+};
 
 // Largest buffer a session hello may ask for (a responder may allow less).
 inline constexpr std::uint32_t kMaxSessionBuffer = 64u << 20;
@@ -96,7 +109,48 @@ struct Reject {
 };
 std::string_view reject_label(RejectReason r);  // "busy", "self", ...
 
-using Message = std::variant<Challenge, Hello, Accept, Reject, SessionHello>;
+// Bounds of a port table: a GPU node has 8-16 RDMA ports, a RoCE port a handful of GIDs per
+// netdev (IPv4, IPv6 global, link-local, v1 and v2 of each). Longer strings are cut to their
+// bound on encode; a table over a bound is refused on decode.
+inline constexpr std::size_t kMaxTablePorts = 32;
+inline constexpr std::size_t kMaxPortGids = 16;
+inline constexpr std::size_t kMaxTableString = 64;  // device, netdev, rail label
+
+enum class LinkLayer : std::uint8_t { kInfiniBand = 1, kEthernet = 2 };
+enum class GidKind : std::uint8_t { kIb = 1, kRoceV1 = 2, kRoceV2 = 3 };
+
+struct TableGid {
+  Gid gid{};
+  GidKind kind = GidKind::kRoceV2;
+  std::uint8_t prefix_len = 0;  // of the netdev address the GID carries (0..128; 0 when none)
+  std::string netdev;           // empty on InfiniBand
+  bool operator==(const TableGid&) const = default;
+};
+struct TablePort {
+  std::string device;
+  std::uint8_t port = 1;             // 1..255
+  LinkLayer link_layer = LinkLayer::kEthernet;
+  std::uint8_t state = 0;            // enum ibv_port_state, 0..5
+  std::uint16_t lid = 0;
+  std::uint64_t subnet_prefix = 0;   // host order
+  std::string rail;                  // the responder's rail label, empty when it has none
+  std::vector<TableGid> gids;        // at most kMaxPortGids
+  bool operator==(const TablePort&) const = default;
+};
+struct PortRequest {
+  Nonce nonce{};  // the client nonce the table's mac covers
+  bool operator==(const PortRequest&) const = default;
+};
+struct PortTable {
+  std::string name;              // node name, at most kNameSize bytes
+  std::vector<TablePort> ports;  // at most kMaxTablePorts
+  bool operator==(const PortTable&) const = default;
+};
+inline constexpr std::size_t kMaxPortTableBody =
+    1 + kNameSize + kMaxTablePorts * (1 + kMaxTableString + 1 + 1 + 1 + 2 + 8 + 1 + kMaxTableString + 1 +
+                                      kMaxPortGids * (16 + 1 + 1 + 1 + kMaxTableString));
+
+using Message = std::variant<Challenge, Hello, Accept, Reject, SessionHello, PortRequest, PortTable>;
 
 enum class DecodeStatus : std::uint8_t {
   kOk,
@@ -104,8 +158,8 @@ enum class DecodeStatus : std::uint8_t {
   kBadMagic,
   kBadVersion,
   kBadType,
-  kBadLength,    // body length is not the fixed size of the type
-  kBadField,     // e.g. a name with a NUL in the middle, a zero QPN
+  kBadLength,    // body length is not the fixed size of the type (or a table's length bounds)
+  kBadField,     // e.g. a name with a NUL in the middle, a zero QPN, a count over its bound
   kBadMac,       // wrong secret, wrong nonce, or corrupted
   kTrailing,     // bytes after the mac
 };

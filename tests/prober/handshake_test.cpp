@@ -29,13 +29,29 @@ Hello hello() {
   return h;
 }
 const Nonce kServer = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+
+// Two RoCE rails (IPv4 and IPv6 GIDs on a VLAN netdev) and an InfiniBand port without a rail.
+PortTable table() {
+  PortTable t;
+  t.name = "node-b";
+  TablePort r1{"rxeB1", 1, LinkLayer::kEthernet, 4, 0, 0xfe80000000000000, "rail1", {}};
+  r1.gids.push_back({{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 1, 0, 2}, GidKind::kRoceV2, 24, "b1.100"});
+  r1.gids.push_back({{0xfd, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}, GidKind::kRoceV2, 64, "b1.100"});
+  TablePort r2{"rxeB2", 1, LinkLayer::kEthernet, 4, 0, 0xfe80000000000000, "rail2", {}};
+  r2.gids.push_back({{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 2, 0, 2}, GidKind::kRoceV2, 24, "b2"});
+  TablePort ib{"mlx5_0", 1, LinkLayer::kInfiniBand, 1, 0x1a, 0xfe80000000000001, "", {}};
+  ib.gids.push_back({{0xfe, 0x80, 0, 0, 0, 0, 0, 1, 0, 2, 0xc9, 3, 0, 4, 5, 6}, GidKind::kIb, 0, ""});
+  t.ports = {r1, r2, ib};
+  return t;
+}
 }  // namespace
 
 TEST_CASE("every message round-trips through encode and decode") {
   Accept a{endpoint(), "node-b"};
   SessionHello sh{hello(), SessionKind::kWriteLatency, 65536};
   for (const Message& m : {Message{Challenge{kServer}}, Message{hello()}, Message{a}, Message{Reject{RejectReason::kSelf}},
-                           Message{sh}, Message{Reject{RejectReason::kNoSecret}}}) {
+                           Message{sh}, Message{Reject{RejectReason::kNoSecret}}, Message{PortRequest{kServer}},
+                           Message{table()}, Message{PortTable{"empty", {}}}}) {
     auto bytes = encode_frame(m, "s3cret", kServer);
     REQUIRE(frame_size(std::span(bytes).first(kHeaderSize)) == bytes.size());
     auto d = decode_frame(bytes, "s3cret", kServer);
@@ -134,6 +150,79 @@ TEST_CASE("session hellos: kind and buffer size are checked, the body size is th
   b[5] = static_cast<std::uint8_t>(FrameType::kHello);
   CHECK(decode_frame(b, "k", kServer).status == DecodeStatus::kBadLength);
   CHECK(reject_label(RejectReason::kNoSecret) == "no_secret");
+}
+
+TEST_CASE("port tables: every count and string is bounded, every byte accounted for") {
+  auto decode = [](const PortTable& t) { return decode_frame(encode_frame(t, "k", kServer), "k", kServer); };
+  // the largest table the bounds allow fits kMaxPortTableBody exactly and decodes
+  PortTable big{std::string(kNameSize, 'n'), {}};
+  for (std::size_t i = 0; i < kMaxTablePorts; ++i) {
+    TablePort p{std::string(kMaxTableString, 'd'), 255, LinkLayer::kEthernet, 5, 0xffff, ~0ull,
+                std::string(kMaxTableString, 'r'), {}};
+    for (std::size_t g = 0; g < kMaxPortGids; ++g)
+      p.gids.push_back({Gid{}, GidKind::kRoceV1, 128, std::string(kMaxTableString, 'v')});
+    big.ports.push_back(p);
+  }
+  auto bytes = encode_frame(big, "k", kServer);
+  CHECK(bytes.size() == kHeaderSize + kMaxPortTableBody + kMacSize);
+  REQUIRE(decode(big).status == DecodeStatus::kOk);
+  CHECK(std::get<PortTable>(*decode(big).message) == big);
+  // longer strings and lists are cut to their bounds on encode
+  auto cut = big;
+  cut.ports.push_back(cut.ports.front());
+  cut.ports[0].device += "xyz";
+  cut.ports[0].gids.push_back(cut.ports[0].gids.front());
+  auto d = decode(cut);
+  REQUIRE(d.status == DecodeStatus::kOk);
+  CHECK(std::get<PortTable>(*d.message) == big);
+  // bad fields
+  auto bad = [&](auto&& mutate) {
+    auto t = table();
+    mutate(t);
+    return decode(t).status;
+  };
+  CHECK(bad([](PortTable& t) { t.ports[0].device.clear(); }) == DecodeStatus::kBadField);
+  CHECK(bad([](PortTable& t) { t.ports[0].port = 0; }) == DecodeStatus::kBadField);
+  CHECK(bad([](PortTable& t) { t.ports[0].state = 6; }) == DecodeStatus::kBadField);
+  CHECK(bad([](PortTable& t) { t.ports[0].link_layer = static_cast<LinkLayer>(3); }) == DecodeStatus::kBadField);
+  CHECK(bad([](PortTable& t) { t.ports[0].gids[0].kind = static_cast<GidKind>(0); }) == DecodeStatus::kBadField);
+  CHECK(bad([](PortTable& t) { t.ports[0].gids[0].prefix_len = 129; }) == DecodeStatus::kBadField);
+  CHECK(bad([](PortTable& t) { t.ports[1].rail = "rail\n2"; }) == DecodeStatus::kBadField);
+  CHECK(bad([](PortTable& t) { t.ports[0].gids[1].netdev = std::string("b\0", 2); }) == DecodeStatus::kBadField);
+  // counts that claim more than the body holds, or less, or more than their bound (mac recomputed)
+  auto with_body = [](std::vector<std::uint8_t> b, std::size_t at, std::uint8_t v) {
+    b.resize(b.size() - kMacSize);
+    b[kHeaderSize + at] = v;
+    auto mac = hmac_sha256("k", [&] {
+      auto data = b;
+      data.insert(data.end(), kServer.begin(), kServer.end());
+      return data;
+    }());
+    b.insert(b.end(), mac.begin(), mac.end());
+    return decode_frame(b, "k", kServer).status;
+  };
+  const auto t = encode_frame(table(), "k", kServer);
+  CHECK(with_body(t, kNameSize, 3) == DecodeStatus::kOk);
+  CHECK(with_body(t, kNameSize, 4) == DecodeStatus::kBadField);   // a fourth port past the end
+  CHECK(with_body(t, kNameSize, 2) == DecodeStatus::kBadField);   // the third port left over
+  CHECK(with_body(t, kNameSize, kMaxTablePorts + 1) == DecodeStatus::kBadField);
+  CHECK(with_body(t, kNameSize + 1, 200) == DecodeStatus::kBadField);  // device length past the end
+  // the header: under the minimum or over the bound is a bad length, never read
+  auto b = t;
+  b[8] = 0, b[9] = 0, b[10] = 0, b[11] = kNameSize;
+  CHECK(decode_frame(b, "k", kServer).status == DecodeStatus::kBadLength);
+  const auto over = kMaxPortTableBody + 1;
+  b[8] = 0, b[9] = static_cast<std::uint8_t>(over >> 16), b[10] = static_cast<std::uint8_t>(over >> 8),
+  b[11] = static_cast<std::uint8_t>(over);
+  CHECK(decode_frame(b, "k", kServer).status == DecodeStatus::kBadLength);
+  CHECK_FALSE(frame_size(std::span(b).first(kHeaderSize)));
+  // every truncation of a table is truncated
+  for (std::size_t n = 0; n < t.size(); ++n)
+    CHECK(decode_frame(std::span(t).first(n), "k", kServer).status == DecodeStatus::kTruncated);
+  // a port request relabelled as a table is too short to be one
+  auto req = encode_frame(PortRequest{kServer}, "k", kServer);
+  req[5] = static_cast<std::uint8_t>(FrameType::kPortTable);
+  CHECK(decode_frame(req, "k", kServer).status == DecodeStatus::kBadLength);
 }
 
 TEST_CASE("random garbage never decodes and never crashes") {
