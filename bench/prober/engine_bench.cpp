@@ -50,6 +50,17 @@ struct FakeTransport final : Transport {
     return now;
   }
   void close(std::uint64_t) override {}
+  // Every peer pairs its one port with ours at once (the real pairing is a handshake per peer
+  // per pairing_refresh, on the connector thread).
+  void pair(std::uint64_t request, const PeerSpec&) override {
+    TransportEvent e;
+    e.kind = TransportEvent::Kind::kPaired;
+    e.link = request;
+    e.ok = true;
+    e.at = now;
+    e.pairs.push_back(PeerPort{{"rxe0", 1}, "rxe0", 1, "rail0", {}, {}});
+    pending.push_back(e);
+  }
 };
 }  // namespace
 

@@ -77,6 +77,50 @@ std::vector<PeerSpec> parse_peers(const YAML::Node& node, const std::string& ori
   return out;
 }
 
+std::vector<RailRule> parse_rails(const YAML::Node& node, const std::string& origin) {
+  std::vector<RailRule> out;
+  if (!node || node.IsNull()) return out;
+  const std::string key = "collectors.prober.rails";
+  if (!node.IsSequence()) throw ConfigError(where(origin, node) + ": " + key + " must be a list of maps");
+  if (node.size() > kMaxTablePorts)
+    throw ConfigError(where(origin, node) + ": " + key + " has " + std::to_string(node.size()) + " entries, more than " +
+                      std::to_string(kMaxTablePorts));
+  static const std::set<std::string> known = {"rail", "device", "netdev"};
+  for (const auto& item : node) {
+    const std::string at = where(origin, item);
+    if (!item.IsMap()) throw ConfigError(at + ": each entry of " + key + " must be a map with `rail` and `device` or `netdev`");
+    RailRule r;
+    for (const auto& kv : item) {
+      const auto k = kv.first.as<std::string>("");
+      if (!known.count(k)) throw ConfigError(where(origin, kv.first) + ": unknown key `" + k + "` in " + key);
+      std::string v;
+      try {
+        v = kv.second.as<std::string>();
+      } catch (const std::exception&) {
+        throw ConfigError(where(origin, kv.second) + ": bad value for " + key + "[]." + k);
+      }
+      if (k == "rail") {
+        // A label value: printable, and short enough for the port table's field.
+        const bool printable = std::all_of(v.begin(), v.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+        if (v.empty() || v.size() > kMaxTableString || !printable)
+          throw ConfigError(where(origin, kv.second) + ": " + key + "[].rail must be 1 to " + std::to_string(kMaxTableString) +
+                            " printable characters");
+        r.rail = v;
+        continue;
+      }
+      try {
+        (k == "device" ? r.device : r.netdev) = std::regex(v);
+      } catch (const std::regex_error& e) {
+        throw ConfigError(where(origin, kv.second) + ": " + key + "[]." + k + ": bad regular expression: " + e.what());
+      }
+    }
+    if (r.rail.empty()) throw ConfigError(at + ": " + key + "[] entry without `rail`");
+    if (!r.device && !r.netdev) throw ConfigError(at + ": " + key + "[] entry needs `device` or `netdev` (a regular expression)");
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 std::vector<double> parse_buckets(const std::vector<std::string>& text, const std::string& setting) {
   std::vector<double> b;
   for (const auto& t : text) {

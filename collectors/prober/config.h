@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collectors/prober/engine.h"
+#include "collectors/prober/pairing.h"
 
 namespace rdma::collectors::prober {
 
@@ -20,6 +21,9 @@ std::string where(const std::string& origin, const YAML::Node& n);
 // A static peer as written in the config; `address` may be a host name (resolved like DNS peers).
 std::vector<PeerSpec> parse_peers(const YAML::Node& node, const std::string& origin, std::uint16_t default_port,
                                   std::size_t max_peers);
+// Rail rules as written in the config: a list of {rail, device, netdev} (regexes; at least one of
+// them). Throws ConfigError with the file position of the bad entry.
+std::vector<RailRule> parse_rails(const YAML::Node& node, const std::string& origin);
 // `setting`: the setting as the user wrote it (CollectorSettings::where), to start error messages.
 std::vector<double> parse_buckets(const std::vector<std::string>& text, const std::string& setting);
 

@@ -41,36 +41,56 @@ void Engine::set_peers(std::vector<PeerSpec> peers, TimePoint now) {
               peers.end());
   if (peers == peers_) return;
   peers_ = std::move(peers);
-  rebuild_links(now);
+  // Pairs are a peer's as long as it keeps its name and responder; a peer that moved is asked anew.
+  std::erase_if(pairing_, [this](const auto& kv) {
+    auto p = std::lower_bound(peers_.begin(), peers_.end(), kv.first, [](const PeerSpec& a, const std::string& n) { return a.name < n; });
+    return p == peers_.end() || p->name != kv.first || p->address != kv.second.address || p->tcp_port != kv.second.tcp_port;
+  });
+  std::erase_if(pair_requests_, [this](const auto& kv) { return !pairing_.count(kv.second); });
+  rotated_at_ = now;
+  rebuild_links();
   drop_stale();  // entries of the links closed
 }
 
-void Engine::rebuild_links(TimePoint now) {
-  // The peers probed now: all of them, or the rotating window beyond max_peers.
+std::vector<const PeerSpec*> Engine::probed_peers() const {
   std::vector<const PeerSpec*> probed;
   if (!aggregated()) {
     for (const auto& p : peers_) probed.push_back(&p);
   } else {
-    rotation_ %= peers_.size();
+    const std::size_t first = rotation_ % peers_.size();
     for (std::size_t i = 0; i < std::min(cfg_.sample_size, peers_.size()); ++i)
-      probed.push_back(&peers_[(rotation_ + i) % peers_.size()]);
+      probed.push_back(&peers_[(first + i) % peers_.size()]);
   }
-  rotated_at_ = now;
+  return probed;
+}
+
+void Engine::rebuild_links() {
+  if (!peers_.empty()) rotation_ %= peers_.size();
+  // A link per pair of a probed peer (once its ports are known) and flow. A peer new to the
+  // probed set is asked for its ports at once, one that returns to it when its ask is due.
   std::set<LinkKey> want_keys;
-  std::map<LinkKey, const PeerSpec*> spec_of;
-  for (const auto* p : probed)
-    for (const auto& l : locals_)
-      if (wanted(*p, l))
+  std::map<LinkKey, std::pair<const PeerSpec*, const PeerPort*>> spec_of;
+  for (const auto* p : probed_peers()) {
+    auto known = pairing_.find(p->name);
+    if (known == pairing_.end()) next_ask_ = TimePoint::min();
+    else if (!known->second.asked) next_ask_ = std::min(next_ask_, known->second.ask_at);
+    if (known == pairing_.end() || !known->second.pairs) continue;
+    for (const auto& pair : *known->second.pairs)
+      if (wanted(*p, pair.local) && std::binary_search(locals_.begin(), locals_.end(), pair.local))
         for (unsigned f = 0; f < cfg_.flows; ++f) {
-          want_keys.insert({p->name, l, f});
-          spec_of[{p->name, l, f}] = p;
+          LinkKey key{p->name, pair.local, pair.device, pair.port, f};
+          want_keys.insert(key);
+          spec_of[key] = {p, &pair};
         }
+  }
   // Close links no longer wanted, or whose peer changed address or group.
   std::set<LinkKey> have;
   for (auto it = links_.begin(); it != links_.end();) {
-    LinkKey key{it->second.peer.name, it->second.local, it->second.flow};
+    const Link& have_link = it->second;
+    LinkKey key{have_link.peer.name, have_link.local, have_link.target.device, have_link.target.port, have_link.flow};
     auto s = spec_of.find(key);
-    if (s == spec_of.end() || !(*s->second == it->second.peer) || it->second.stats_key != stats_key(*s->second, it->second.local)) {
+    if (s == spec_of.end() || !(*s->second.first == have_link.peer) || !(*s->second.second == have_link.target) ||
+        have_link.stats_key != stats_key(*s->second.first, have_link.local)) {
       for (const auto& pr : it->second.in_flight)
         if (!pr.expired && it->second.state == State::kUp) ++stats_of(it->second).lost;
       transport_.close(it->first);
@@ -88,9 +108,10 @@ void Engine::rebuild_links(TimePoint now) {
     }
     Link l;
     l.id = next_link_++;
-    l.peer = *spec_of[key];
+    l.peer = *spec_of[key].first;
+    l.target = *spec_of[key].second;
     l.local = std::get<1>(key);
-    l.flow = std::get<2>(key);
+    l.flow = std::get<4>(key);
     l.stats_key = stats_key(l.peer, l.local);
     l.stats = &stats_[l.stats_key];
     requeue(links_.emplace(l.id, std::move(l)).first->second);
@@ -153,6 +174,7 @@ void Engine::set_local_state(const LocalPort& local, bool up) {
 
 void Engine::handle(const TransportEvent& e) {
   if (e.kind == TransportEvent::Kind::kPortState) return set_local_state(e.local, e.ok);
+  if (e.kind == TransportEvent::Kind::kPaired) return handle_paired(e);
   auto it = links_.find(e.link);
   if (it == links_.end()) {
     if (e.kind == TransportEvent::Kind::kCompletion) ++late_;
@@ -160,6 +182,49 @@ void Engine::handle(const TransportEvent& e) {
   }
   handle_link(it->second, e);
   drop_stale();
+}
+
+void Engine::handle_paired(const TransportEvent& e) {
+  auto req = pair_requests_.find(e.link);
+  if (req == pair_requests_.end()) return;  // the peer left or moved meanwhile
+  auto it = pairing_.find(req->second);
+  pair_requests_.erase(req);
+  if (it == pairing_.end() || it->second.asked != e.link) return;
+  auto& pp = it->second;
+  pp.asked = 0;
+  if (e.ok) {
+    pp.backoff = std::chrono::milliseconds(0);
+    pp.ask_at = e.at + cfg_.pairing_refresh;
+    if (!pp.pairs || *pp.pairs != e.pairs) {
+      pp.pairs = e.pairs;
+      rebuild_links();
+    }
+  } else {
+    // Known pairs stay: a peer that stopped answering keeps its links, which fail and count lost.
+    ++pairing_failures_[e.reason.empty() ? "pairing" : e.reason];
+    pp.backoff = pp.backoff.count() == 0 ? cfg_.backoff_initial : std::min(cfg_.backoff_max, pp.backoff * 2);
+    pp.ask_at = e.at + pp.backoff;
+  }
+  next_ask_ = std::min(next_ask_, pp.ask_at);
+  drop_stale();
+}
+
+// Asks the probed peers whose ports are due to be (re)read; next_ask_ becomes the earliest
+// ask_at of those not asked now.
+void Engine::ask_pairings(TimePoint now) {
+  next_ask_ = TimePoint::max();
+  for (const auto* p : probed_peers()) {
+    auto& pp = pairing_[p->name];
+    if (pp.asked) continue;  // its answer comes (the transport's handshake has a deadline)
+    if (now < pp.ask_at) {
+      next_ask_ = std::min(next_ask_, pp.ask_at);
+      continue;
+    }
+    pp.address = p->address, pp.tcp_port = p->tcp_port;
+    pp.asked = next_pair_request_++;
+    pair_requests_[pp.asked] = p->name;
+    transport_.pair(pp.asked, *p);
+  }
 }
 
 void Engine::handle_link(Link& l, const TransportEvent& e) {
@@ -187,7 +252,8 @@ void Engine::handle_link(Link& l, const TransportEvent& e) {
       }
       teardown(l, e.at, e.reason.empty() ? "connect" : e.reason);
       return;
-    case TransportEvent::Kind::kPortState: return;  // handled above
+    case TransportEvent::Kind::kPortState:
+    case TransportEvent::Kind::kPaired: return;  // handled above
     case TransportEvent::Kind::kCompletion: {
       auto p = std::find_if(l.in_flight.begin(), l.in_flight.end(), [&e](const Probe& x) { return x.id == e.probe; });
       if (p == l.in_flight.end() || l.state != State::kUp) {
@@ -227,7 +293,10 @@ void Engine::close_window(TimePoint now) {
     FlowOutcome f;
     f.device = l.local.device;
     f.port = l.local.port;
+    f.rail = l.target.rail;
     f.peer = l.peer.name;
+    f.peer_device = l.target.device;
+    f.peer_port = l.target.port;
     f.flow = l.flow;
     f.sent = std::exchange(l.window_sent, 0);
     f.lost = std::exchange(l.window_lost, 0);
@@ -262,8 +331,10 @@ void Engine::tick(TimePoint now) {
   if (cfg_.flow_rotation.count() > 0 && now - flows_rotated_at_ >= cfg_.flow_rotation) rotate_flows(now);
   if (aggregated() && now - rotated_at_ >= cfg_.rotate_interval) {
     rotation_ += cfg_.sample_size;
-    rebuild_links(now);
+    rotated_at_ = now;
+    rebuild_links();
   }
+  if (now >= next_ask_) ask_pairings(now);
   // The links due, in the order of their ids as a scan of links_ would take them (the order in
   // which they connect and post when several are due at once).
   batch_.clear();
@@ -310,7 +381,7 @@ TimePoint Engine::global_next(TimePoint now) const {
   TimePoint next = std::min(now + std::chrono::hours(1), window_start_ + cfg_.window);
   if (cfg_.flow_rotation.count() > 0) next = std::min(next, flows_rotated_at_ + cfg_.flow_rotation);
   if (aggregated()) next = std::min(next, rotated_at_ + cfg_.rotate_interval);
-  return next;
+  return std::min(next, next_ask_);
 }
 
 void Engine::tick_link(Link& l, TimePoint now) {
@@ -325,7 +396,7 @@ void Engine::tick_link(Link& l, TimePoint now) {
     case State::kIdle:
       l.state = State::kConnecting;
       l.connect_started = now;
-      transport_.connect({l.id, l.peer, l.local, l.flow});
+      transport_.connect({l.id, l.peer, l.local, l.flow, l.target});
       break;
     case State::kConnecting:
       if (now - l.connect_started >= cfg_.connect_timeout) teardown(l, now, "connect_timeout");
@@ -401,6 +472,13 @@ Snapshot Engine::snapshot() const {
   for (const auto& l : locals_) s.local_ports.emplace_back(l, !down_.count(l));
   s.window = last_window_;
   s.windows = windows_;
+  s.pairing_failures = pairing_failures_;
+  for (const auto* p : probed_peers()) {
+    auto pp = pairing_.find(p->name);
+    const bool paired = pp != pairing_.end() && pp->second.pairs && !pp->second.pairs->empty();
+    s.peers_unpaired += !paired;
+    if (!s.aggregated) s.paired.emplace_back(p->name, paired);
+  }
   std::map<std::string, std::size_t> peer_index;  // stats_key -> s.peers: a link's flows are one peer view
   std::map<std::string, GroupView> groups;
   if (s.aggregated)
@@ -424,6 +502,7 @@ Snapshot Engine::snapshot() const {
       ++g.probed;
       g.up += up;
     } else {
+      if (l.flow == 0) s.link_info.push_back({l.peer.name, l.target});
       auto [at, fresh] = peer_index.try_emplace(l.stats_key, s.peers.size());
       if (fresh) {
         s.peers.push_back({l.local, l.peer.name, l.peer.group, up, !down_.count(l.local), l.connect_seconds,

@@ -1,5 +1,5 @@
-// The prober's brain, with no verbs and no sockets: which peers to probe from which local port,
-// when, the per-link state machine (connect, probe, lose, fail, back off, reconnect) and the
+// The prober's brain, with no verbs and no sockets: which peers to probe from which local port
+// to which of their ports, when, the per-link state machine (connect, probe, lose, fail, back off, reconnect) and the
 // statistics. It drives a Transport; the real one is verbs + TCP (verbs_transport.h), the unit
 // tests use a fake. Not thread-safe: one loop thread owns it; it publishes Snapshots.
 //
@@ -11,6 +11,12 @@
 // link down; it reconnects with exponential backoff. Peers that leave are dropped (their series
 // go away); a peer that returns starts afresh. A local port that leaves ACTIVE parks its links
 // (kIdle, QP closed, probes in flight dropped uncounted) until it is ACTIVE again.
+//
+// Pairing: before a peer has links, the transport reads its port table and pairs this host's
+// ports with the peer's rail by rail (pairing.h); the links of a peer are its pairs x flows. The
+// pairs are asked again every pairing_refresh; a peer that does not answer keeps the pairs it had
+// (its links then fail: a stopped peer looks lossy), one never paired has no links and counts as
+// unpaired, asked again with backoff.
 #pragma once
 
 #include <array>
@@ -25,6 +31,7 @@
 #include <tuple>
 #include <vector>
 
+#include "collectors/prober/handshake.h"
 #include "collectors/prober/localize.h"
 
 namespace rdma::collectors::prober {
@@ -52,18 +59,30 @@ struct PeerSpec {
   bool operator==(const PeerSpec&) const = default;
 };
 
-// What the engine asks of the fabric. connect() is asynchronous: its result comes back from
-// the loop as a TransportEvent.
+// A local port paired with one of a peer's ports (pairing.h, from the peer's port table).
+struct PeerPort {
+  LocalPort local;
+  std::string device;      // the peer's device; empty: the responder chooses (it sent no port table)
+  std::uint32_t port = 0;  // the peer's port number (0 with an empty device)
+  std::string rail;        // the pair's rail label, "" when unknown
+  Gid source{}, dest{};    // the pair's GIDs; zero: the transport chooses
+  bool operator==(const PeerPort&) const = default;
+};
+
+// What the engine asks of the fabric. connect() and pair() are asynchronous: their results come
+// back from the loop as TransportEvents.
 struct ConnectRequest {
   std::uint64_t link = 0;
   PeerSpec peer;
   LocalPort local;
   unsigned flow = 0;  // which of the link's flows (its own QP, so its own UDP source port)
+  PeerPort target;    // the pair this link probes (target.local == local)
 };
 
 struct TransportEvent {
   // kPortState: `local` became ACTIVE (ok) or left ACTIVE (!ok); `link` is unused.
-  enum class Kind : std::uint8_t { kConnected, kConnectFailed, kCompletion, kPortState };
+  // kPaired: the answer to pair() number `link`: `pairs` (ok), or why not (`reason`).
+  enum class Kind : std::uint8_t { kConnected, kConnectFailed, kCompletion, kPortState, kPaired };
   Kind kind = Kind::kCompletion;
   std::uint64_t link = 0;
   std::uint64_t probe = 0;     // kCompletion
@@ -73,12 +92,16 @@ struct TransportEvent {
   std::optional<double> nic_seconds;  // kCompletion: NIC-clock round trip when timestamps exist
   bool self = false;           // kConnectFailed: the responder is this process
   LocalPort local;             // kPortState
+  std::vector<PeerPort> pairs; // kPaired
 };
 
 class Transport {
  public:
   virtual ~Transport() = default;
   virtual void connect(const ConnectRequest& r) = 0;
+  // Reads the peer's port table and pairs this host's ports with it; answers with a kPaired
+  // event for `request`. A responder that sends no table is paired from every local port.
+  virtual void pair(std::uint64_t request, const PeerSpec& peer) = 0;
   // Posts one signaled RDMA WRITE; returns the post time, or nullopt (reason set) on failure.
   virtual std::optional<TimePoint> post_probe(std::uint64_t link, std::uint64_t probe, std::string& reason) = 0;
   // Tears the link's queue pair down (and any connect in progress). Later events for it are ignored.
@@ -104,6 +127,8 @@ struct EngineConfig {
   std::uint32_t flows = 1;
   std::chrono::milliseconds flow_rotation{0};
   std::chrono::milliseconds window{30000};  // per-flow sent/lost windows for localize()
+  // How often a paired peer's port table is read again (a NIC added, a rail relabelled).
+  std::chrono::milliseconds pairing_refresh{60000};
   std::uint64_t seed = 0;       // 0: random
 };
 
@@ -140,6 +165,12 @@ struct GroupView {  // aggregated mode
   Stats stats;
 };
 
+// One link's pair (per-peer mode), for rdma_prober_link_info.
+struct LinkInfo {
+  std::string peer;
+  PeerPort pair;
+};
+
 struct Snapshot {
   bool aggregated = false;
   std::vector<std::pair<LocalPort, bool>> local_ports;  // every local port, ACTIVE or not
@@ -148,6 +179,11 @@ struct Snapshot {
   std::vector<double> buckets;
   std::vector<PeerView> peers;
   std::vector<GroupView> groups;
+  std::vector<LinkInfo> link_info;               // per-peer mode: each pair probed, once
+  // Per-peer mode: each peer probed, and whether it has pairs (its table read, a rail in common).
+  std::vector<std::pair<std::string, bool>> paired;
+  std::uint64_t peers_unpaired = 0;              // peers probed now without pairs
+  std::map<std::string, std::uint64_t> pairing_failures;  // by reason
   std::uint64_t peers_known = 0, links = 0, links_up = 0, late_completions = 0, self_excluded = 0,
                 link_limit_hits = 0;
 };
@@ -167,7 +203,7 @@ class Engine {
 
   enum class State : std::uint8_t { kIdle, kConnecting, kUp, kBackoff, kSelf };
   bool local_up(const LocalPort& l) const { return !down_.count(l); }
-  // For tests: the state of the link between `peer` (name) and `local` (flow 0).
+  // For tests: the state of the link between `peer` (name) and `local` (flow 0; its first pair).
   std::optional<State> state(const std::string& peer, const LocalPort& local, unsigned flow = 0) const;
 
  private:
@@ -181,6 +217,7 @@ class Engine {
     std::uint64_t id;
     PeerSpec peer;
     LocalPort local;
+    PeerPort target;
     unsigned flow = 0;
     State state = State::kIdle;
     TimePoint connect_started{}, retry_at{}, next_probe{};
@@ -205,17 +242,30 @@ class Engine {
     std::uint64_t link, seq;
     bool operator>(const Due& o) const { return at != o.at ? at > o.at : link > o.link; }
   };
-  using LinkKey = std::tuple<std::string, LocalPort, unsigned>;  // peer name, local port, flow
+  // peer name, local port, the peer's device and port, flow
+  using LinkKey = std::tuple<std::string, LocalPort, std::string, std::uint32_t, unsigned>;
+  // What is known of a peer's ports, by peer name.
+  struct PeerPairing {
+    std::string address;       // the peer's responder the pairs came from
+    std::uint16_t tcp_port = 0;
+    std::optional<std::vector<PeerPort>> pairs;  // nullopt: never paired
+    std::uint64_t asked = 0;   // the pair() request in flight, 0: none
+    TimePoint ask_at{};        // when to ask (again)
+    std::chrono::milliseconds backoff{0};
+  };
   std::string stats_key(const PeerSpec& p, const LocalPort& l) const;
   bool aggregated() const { return peers_.size() > cfg_.max_peers; }
   bool wanted(const PeerSpec& p, const LocalPort& l) const;
-  void rebuild_links(TimePoint now);
+  void rebuild_links();
   void teardown(Link& l, TimePoint now, const std::string& reason);
   void set_local_state(const LocalPort& local, bool up);
   void park(Link& l);
   void close_window(TimePoint now);
   void rotate_flows(TimePoint now);
   void handle_link(Link& l, const TransportEvent& e);
+  void handle_paired(const TransportEvent& e);
+  void ask_pairings(TimePoint now);
+  std::vector<const PeerSpec*> probed_peers() const;  // all of them, or the rotating sample
   TimePoint jittered(TimePoint from);
   void tick_link(Link& l, TimePoint now);
   TimePoint link_next(const Link& l, TimePoint now) const;  // when tick() has something to do for l
@@ -231,6 +281,11 @@ class Engine {
   // port is ACTIVE again, so a pulled cable never reads as every peer lost.
   std::set<LocalPort> down_;
   std::vector<PeerSpec> peers_;
+  std::map<std::string, PeerPairing> pairing_;
+  std::map<std::uint64_t, std::string> pair_requests_;  // request -> peer name
+  std::uint64_t next_pair_request_ = 1;
+  TimePoint next_ask_ = TimePoint::min();  // the earliest ask_at of the probed peers not asked
+  std::map<std::string, std::uint64_t> pairing_failures_;
   std::size_t rotation_ = 0;          // first peer of the current sample
   TimePoint rotated_at_{};
   TimePoint window_start_{}, flows_rotated_at_{};

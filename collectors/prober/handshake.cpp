@@ -17,8 +17,10 @@ constexpr std::size_t kAcceptSize = kEndpointSize + kNameSize;
 constexpr std::size_t kRejectSize = 2;
 constexpr std::size_t kSessionHelloSize = kHelloSize + 1 + 4;
 constexpr std::size_t kPortRequestSize = kNonceSize;
+constexpr std::size_t kTargetedHelloSize = kHelloSize + kNameSize + 1 + 16;
 constexpr std::size_t kMinPortTableSize = kNameSize + 1;  // a name and a port count of 0
-static_assert(kHelloSize <= kMaxBody && kAcceptSize <= kMaxBody && kSessionHelloSize <= kMaxBody);
+static_assert(kHelloSize <= kMaxBody && kAcceptSize <= kMaxBody && kSessionHelloSize <= kMaxBody &&
+              kTargetedHelloSize <= kMaxBody);
 
 std::optional<std::size_t> body_size(std::uint8_t type) {
   switch (static_cast<FrameType>(type)) {
@@ -29,6 +31,7 @@ std::optional<std::size_t> body_size(std::uint8_t type) {
     case FrameType::kSessionHello: return kSessionHelloSize;
     case FrameType::kPortRequest: return kPortRequestSize;
     case FrameType::kPortTable: return kMaxPortTableBody;  // the bound; the one variable-length body
+    case FrameType::kTargetedHello: return kTargetedHelloSize;
   }
   return std::nullopt;
 }
@@ -298,6 +301,17 @@ Decoded decode_frame(std::span<const std::uint8_t> b, std::string_view secret, s
       a.name = std::move(*name);
       return {DecodeStatus::kOk, std::move(a)};
     }
+    case FrameType::kTargetedHello: {
+      TargetedHello th;
+      auto h = read_hello(r);
+      auto device = r.name();
+      th.port = r.u8();
+      th.gid = r.array<16>();
+      if (!h || !device || device->empty() || th.port == 0) return {DecodeStatus::kBadField, std::nullopt};
+      th.hello = std::move(*h);
+      th.device = std::move(*device);
+      return {DecodeStatus::kOk, std::move(th)};
+    }
     case FrameType::kPortRequest: return {DecodeStatus::kOk, PortRequest{r.array<kNonceSize>()}};
     case FrameType::kPortTable: {
       auto t = read_port_table(r);
@@ -328,6 +342,7 @@ std::vector<std::uint8_t> encode_frame(const Message& m, std::string_view secret
         else if constexpr (std::is_same_v<T, SessionHello>) return FrameType::kSessionHello;
         else if constexpr (std::is_same_v<T, PortRequest>) return FrameType::kPortRequest;
         else if constexpr (std::is_same_v<T, PortTable>) return FrameType::kPortTable;
+        else if constexpr (std::is_same_v<T, TargetedHello>) return FrameType::kTargetedHello;
         else return FrameType::kReject;
       },
       m)));
@@ -342,6 +357,7 @@ std::vector<std::uint8_t> encode_frame(const Message& m, std::string_view secret
         else if constexpr (std::is_same_v<T, Accept>) w.endpoint(v.endpoint), w.name(v.name);
         else if constexpr (std::is_same_v<T, PortRequest>) w.bytes(v.nonce);
         else if constexpr (std::is_same_v<T, PortTable>) w.table(v);
+        else if constexpr (std::is_same_v<T, TargetedHello>) w.hello(v.hello), w.name(v.device), w.u8(v.port), w.bytes(v.gid);
         else w.u16(static_cast<std::uint16_t>(v.reason));
       },
       m);

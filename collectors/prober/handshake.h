@@ -5,7 +5,8 @@
 //
 //   offset 0  magic "RXPB"        4 bytes
 //          4  version (1)         u8
-//          5  type                u8   1 challenge, 2 hello, 3 accept, 4 reject, 5 session hello
+//          5  type                u8   1 challenge, 2 hello, 3 accept, 4 reject, 5 session hello,
+//                                      6 port request, 7 port table, 8 targeted hello
 //          6  flags (0)           u16
 //          8  body length         u32 big endian, must equal the fixed size of the type (a port
 //                                      table: at least its count byte, at most kMaxPortTableBody)
@@ -32,6 +33,11 @@
 // length-prefixed and bounded, so a table is never larger than kMaxPortTableBody. An older
 // responder finds no size for type 6, answers nothing and closes: the prober then pairs as
 // before the table existed.
+//
+// Type 8 (targeted hello) follows a port table, on a connection of its own: a hello that names
+// the responder's port (device and number) the prober paired with, and the GID of that port to
+// answer from. The responder answers from exactly that port, or rejects no_port when it is not
+// ACTIVE or lacks the GID; it never falls back to another rail.
 #pragma once
 
 #include <array>
@@ -57,6 +63,7 @@ using Gid = std::array<std::uint8_t, 16>;
 
 enum class FrameType : std::uint8_t {
   kChallenge = 1, kHello = 2, kAccept = 3, kReject = 4, kSessionHello = 5, kPortRequest = 6, kPortTable = 7,
+  kTargetedHello = 8,
 };
 
 // Largest buffer a session hello may ask for (a responder may allow less).
@@ -137,6 +144,13 @@ struct TablePort {
   std::vector<TableGid> gids;        // at most kMaxPortGids
   bool operator==(const TablePort&) const = default;
 };
+struct TargetedHello {
+  Hello hello;
+  std::string device;     // the responder's device, 1..kNameSize printable bytes
+  std::uint8_t port = 1;  // 1..255
+  Gid gid{};              // the GID of that port the responder answers from (InfiniBand: its GID 0)
+  bool operator==(const TargetedHello&) const = default;
+};
 struct PortRequest {
   Nonce nonce{};  // the client nonce the table's mac covers
   bool operator==(const PortRequest&) const = default;
@@ -150,7 +164,7 @@ inline constexpr std::size_t kMaxPortTableBody =
     1 + kNameSize + kMaxTablePorts * (1 + kMaxTableString + 1 + 1 + 1 + 2 + 8 + 1 + kMaxTableString + 1 +
                                       kMaxPortGids * (16 + 1 + 1 + 1 + kMaxTableString));
 
-using Message = std::variant<Challenge, Hello, Accept, Reject, SessionHello, PortRequest, PortTable>;
+using Message = std::variant<Challenge, Hello, Accept, Reject, SessionHello, PortRequest, PortTable, TargetedHello>;
 
 enum class DecodeStatus : std::uint8_t {
   kOk,

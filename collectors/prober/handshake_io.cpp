@@ -153,19 +153,35 @@ std::vector<Gid> source_gids_for(const std::string& peer) {
     if (getsockname(s.fd, reinterpret_cast<sockaddr*>(&from), &fl) == 0)
       if (auto g = address_gid(from)) out.push_back(*g);
   }
+  const auto target = address_gid(to);
+  if (!target) return out;
+  for (const auto& a : interface_addresses()) {
+    if (v4_mapped(a.address.data()) == v6) continue;
+    bool same = true;
+    for (int k = v6 ? 0 : 12; k < 16; ++k) same = same && ((a.address[k] ^ (*target)[k]) & a.mask[k]) == 0;
+    if (same && std::find(out.begin(), out.end(), a.address) == out.end()) out.push_back(a.address);
+  }
+  return out;
+}
+
+std::vector<InterfaceAddress> interface_addresses() {
+  std::vector<InterfaceAddress> out;
   ifaddrs* ifa = nullptr;
   if (getifaddrs(&ifa) != 0) return out;
-  const auto target = address_gid(to);
-  for (auto* i = ifa; i && target; i = i->ifa_next) {
-    if (!i->ifa_addr || !i->ifa_netmask || i->ifa_addr->sa_family != to.ss_family) continue;
+  for (auto* i = ifa; i; i = i->ifa_next) {
+    if (!i->ifa_addr || !i->ifa_netmask || !i->ifa_name) continue;
+    const int family = i->ifa_addr->sa_family;
+    if (family != AF_INET && family != AF_INET6) continue;
+    const std::size_t size = family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
     sockaddr_storage a{}, m{};
-    std::memcpy(&a, i->ifa_addr, v6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
-    std::memcpy(&m, i->ifa_netmask, v6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
+    std::memcpy(&a, i->ifa_addr, size);
+    std::memcpy(&m, i->ifa_netmask, size);
+    m.ss_family = static_cast<sa_family_t>(family);  // some kernels leave the netmask's family 0
     const auto ga = address_gid(a), gm = address_gid(m);
     if (!ga || !gm) continue;
-    bool same = true;
-    for (int k = v6 ? 0 : 12; k < 16; ++k) same = same && (((*ga)[k] ^ (*target)[k]) & (*gm)[k]) == 0;
-    if (same && std::find(out.begin(), out.end(), *ga) == out.end()) out.push_back(*ga);
+    unsigned bits = 0;
+    for (int k = family == AF_INET6 ? 0 : 12; k < 16; ++k) bits += static_cast<unsigned>(__builtin_popcount((*gm)[k]));
+    out.push_back({i->ifa_name, *ga, *gm, static_cast<std::uint8_t>(bits)});
   }
   freeifaddrs(ifa);
   return out;
@@ -174,6 +190,23 @@ std::vector<Gid> source_gids_for(const std::string& peer) {
 bool v4_mapped(const std::uint8_t* g) {
   static const std::uint8_t p[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
   return std::memcmp(g, p, 12) == 0;
+}
+
+std::string gid_address(const Gid& gid) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (v4_mapped(gid.data())) inet_ntop(AF_INET, gid.data() + 12, buf, sizeof buf);
+  else inet_ntop(AF_INET6, gid.data(), buf, sizeof buf);
+  return buf;
+}
+
+std::optional<Gid> address_gid(const std::string& numeric) {
+  Gid g{};
+  if (inet_pton(AF_INET, numeric.c_str(), g.data() + 12) == 1) {
+    g[10] = g[11] = 0xff;
+    return g;
+  }
+  if (inet_pton(AF_INET6, numeric.c_str(), g.data()) == 1) return g;
+  return std::nullopt;
 }
 
 std::optional<Gid> address_gid(const sockaddr_storage& ss) {

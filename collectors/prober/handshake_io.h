@@ -48,11 +48,24 @@ Fd listen_socket(const HostPort& at, int (*make_socket)(int, int, int) = ::socke
 bool v4_mapped(const std::uint8_t* gid);
 // The TCP address as a GID (IPv4-mapped for IPv4).
 std::optional<Gid> address_gid(const sockaddr_storage& ss);
+// The other way: a GID as a numeric address (dotted IPv4 when IPv4-mapped, else IPv6), and a
+// numeric address as a GID (nullopt when it is not one).
+std::string gid_address(const Gid& gid);
+std::optional<Gid> address_gid(const std::string& numeric);
 // The local addresses (as GIDs) to send to the numeric `peer` address from, best first: the
 // source address of the kernel's route to it (a UDP connect, no packet sent), then the addresses
 // of this host whose connected subnet (interface netmask) holds it. A RoCE v2 port uses the
 // first of these that is one of its GIDs: the GID on the netdev (VLAN included) that reaches
 // the peer.
 std::vector<Gid> source_gids_for(const std::string& peer);
+
+// This host's IPv4 and IPv6 interface addresses (getifaddrs), as GIDs with their netmask and
+// prefix length: the connected subnets of source_gids_for() and of the port table's GIDs.
+struct InterfaceAddress {
+  std::string netdev;
+  Gid address{}, mask{};
+  std::uint8_t prefix_len = 0;  // bits of the address family (IPv4: 0..32)
+};
+std::vector<InterfaceAddress> interface_addresses();
 
 }  // namespace rdma::collectors::prober

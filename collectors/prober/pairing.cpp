@@ -62,27 +62,30 @@ struct Match {
   Gid source{}, dest{};
 };
 
-// The first pair of routable GIDs in one subnet (local order first), or nullopt.
-std::optional<Match> subnet_match(const TablePort& l, const TablePort& p) {
+// The first pair of routable GIDs in one subnet (local order first), or nullopt. The peer's GID
+// equal to `reached` (the address the peer was reached at) is preferred: a user who names one of
+// a port's subnets gets that one.
+std::optional<Match> subnet_match(const TablePort& l, const TablePort& p, const std::optional<Gid>& reached = std::nullopt) {
   if (l.link_layer == LinkLayer::kInfiniBand) {
     if (l.subnet_prefix != p.subnet_prefix) return std::nullopt;
     return Match{ib_label(l.subnet_prefix), first_gid(l), first_gid(p)};
   }
-  for (const auto& lg : l.gids) {
-    if (!routable(lg)) continue;
-    for (const auto& pg : p.gids) {
-      if (!routable(pg) || v4_mapped_gid(lg.gid) != v4_mapped_gid(pg.gid)) continue;
-      const unsigned bits = std::min(gid_bits(lg), gid_bits(pg));
-      if (same_prefix(lg.gid, pg.gid, bits)) return Match{subnet_label(lg.gid, gid_bits(lg)), lg.gid, pg.gid};
+  for (int pass = reached ? 0 : 1; pass < 2; ++pass)
+    for (const auto& lg : l.gids) {
+      if (!routable(lg)) continue;
+      for (const auto& pg : p.gids) {
+        if (!routable(pg) || v4_mapped_gid(lg.gid) != v4_mapped_gid(pg.gid) || (pass == 0 && pg.gid != *reached)) continue;
+        const unsigned bits = std::min(gid_bits(lg), gid_bits(pg));
+        if (same_prefix(lg.gid, pg.gid, bits)) return Match{subnet_label(lg.gid, gid_bits(lg)), lg.gid, pg.gid};
+      }
     }
-  }
   return std::nullopt;
 }
 
 // Cross-rail or labelled pairs still need GIDs: a routable pair of one family, else the first
 // GIDs (InfiniBand, or a peer that only has link-local ones).
-std::pair<Gid, Gid> any_gids(const TablePort& l, const TablePort& p) {
-  if (auto m = subnet_match(l, p)) return {m->source, m->dest};
+std::pair<Gid, Gid> any_gids(const TablePort& l, const TablePort& p, const std::optional<Gid>& reached) {
+  if (auto m = subnet_match(l, p, reached)) return {m->source, m->dest};
   for (const auto& lg : l.gids)
     for (const auto& pg : p.gids)
       if (routable(lg) && routable(pg) && v4_mapped_gid(lg.gid) == v4_mapped_gid(pg.gid)) return {lg.gid, pg.gid};
@@ -93,17 +96,19 @@ std::pair<Gid, Gid> any_gids(const TablePort& l, const TablePort& p) {
 
 std::string rail_of(const TablePort& port, const std::vector<RailRule>& rules) {
   for (const auto& r : rules) {
-    if (r.device && !std::regex_search(port.device, *r.device)) continue;
+    std::smatch m;  // the last regex that matched: its groups fill $1, $2... of the label
+    if (r.device && !std::regex_search(port.device, m, *r.device)) continue;
     if (r.netdev && std::none_of(port.gids.begin(), port.gids.end(), [&](const TableGid& g) {
-          return !g.netdev.empty() && std::regex_search(g.netdev, *r.netdev);
+          return !g.netdev.empty() && std::regex_search(g.netdev, m, *r.netdev);
         }))
       continue;
-    return r.rail;
+    return m.empty() ? r.rail : m.format(r.rail);
   }
   return "";
 }
 
-std::vector<Pairing> pair_ports(const std::vector<TablePort>& local, const std::vector<TablePort>& peer, bool cross_rail) {
+std::vector<Pairing> pair_ports(const std::vector<TablePort>& local, const std::vector<TablePort>& peer, bool cross_rail,
+                                const std::optional<Gid>& reached) {
   std::vector<Pairing> out;
   for (std::size_t i = 0; i < local.size(); ++i)
     for (std::size_t j = 0; j < peer.size(); ++j) {
@@ -111,16 +116,16 @@ std::vector<Pairing> pair_ports(const std::vector<TablePort>& local, const std::
       const auto& p = peer[j];
       if (l.link_layer != p.link_layer) continue;
       if (cross_rail) {
-        auto [s, d] = any_gids(l, p);
+        auto [s, d] = any_gids(l, p, reached);
         std::string rail = l.rail;
         if (rail.empty())
           if (auto m = subnet_match(l, l)) rail = m->subnet;
         out.push_back({i, j, std::move(rail), s, d});
       } else if (!l.rail.empty() && !p.rail.empty()) {
         if (l.rail != p.rail) continue;
-        auto [s, d] = any_gids(l, p);
+        auto [s, d] = any_gids(l, p, reached);
         out.push_back({i, j, l.rail, s, d});
-      } else if (auto m = subnet_match(l, p)) {
+      } else if (auto m = subnet_match(l, p, reached)) {
         out.push_back({i, j, l.rail.empty() ? m->subnet : l.rail, m->source, m->dest});
       }
     }

@@ -4,7 +4,9 @@
 // responder sends, so both sides of a pair are judged by one rule.
 //
 // A port's rail: the first rail rule whose device regex matches the device and whose netdev
-// regex matches the netdev of one of its GIDs (an empty regex matches anything); the peer's
+// regex matches the netdev of one of its GIDs (an empty regex matches anything), its label with
+// $1, $2... replaced by the groups of the last regex matched (`mlx5_(\d+)` -> `rail$1`: one rule
+// for every rail of a node); the peer's
 // rail is the label its own config gave it (TablePort::rail). Two ports pair when
 //   - both have a label: the labels are equal;
 //   - otherwise by subnet: RoCE, a routable RoCE v2 GID on each side in one IP subnet (the
@@ -39,7 +41,10 @@ struct Pairing {
   Gid source{}, dest{};             // InfiniBand: GID 0 of each port
 };
 
-// Pairs of (local port, peer port), in the order of the local table then the peer's.
-std::vector<Pairing> pair_ports(const std::vector<TablePort>& local, const std::vector<TablePort>& peer, bool cross_rail);
+// Pairs of (local port, peer port), in the order of the local table then the peer's. `reached`:
+// the address the peer was reached at, as a GID; a pair whose peer port has it uses it as the
+// destination (and the local GID in its subnet as the source).
+std::vector<Pairing> pair_ports(const std::vector<TablePort>& local, const std::vector<TablePort>& peer, bool cross_rail,
+                                const std::optional<Gid>& reached = std::nullopt);
 
 }  // namespace rdma::collectors::prober

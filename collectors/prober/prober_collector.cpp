@@ -141,7 +141,24 @@ class ProberCollector final : public exporter::Collector {
               "1 when there are more peers than max_peers and series are per peer group over a rotating sample.", {},
               s.aggregated ? 1.0 : 0.0);
     out.gauge_u64("rdma_prober_peers", "Peers known after self exclusion (static list and DNS).", {}, s.peers_known);
-    out.gauge_u64("rdma_prober_links", "Flows (peer x local port x flows) probed now, each one RC queue pair.", {}, s.links);
+    out.gauge_u64("rdma_prober_links", "Flows (peer x paired ports x flows) probed now, each one RC queue pair.", {}, s.links);
+    out.gauge_u64("rdma_prober_peers_unpaired",
+                  "Peers probed now without a link: their port table was never read, or shares no rail with this host.", {},
+                  s.peers_unpaired);
+    for (const auto& [reason, n] : s.pairing_failures)
+      out.counter("rdma_prober_pairing_failures_total", "Port table requests that failed, by reason (pairing_connect, ...).",
+                  {{"reason", reason}}, n);
+    for (const auto& [peer, paired] : s.paired)
+      out.gauge("rdma_prober_peer_paired",
+                "1 when the peer's port table was read and pairs with this host's ports (its links are the pairs); 0: not "
+                "read yet, or no rail in common (rails, cross_rail).",
+                {{"peer", peer}}, paired ? 1 : 0);
+    for (const auto& i : s.link_info)
+      out.gauge("rdma_prober_link_info",
+                "A local port paired with a peer's port: the rail and the peer's device and port (\"\": the responder chose).",
+                {{"device", i.pair.local.device}, {"port", std::to_string(i.pair.local.port)}, {"peer", i.peer},
+                 {"peer_device", i.pair.device}, {"peer_port", std::to_string(i.pair.port)}, {"rail", i.pair.rail}},
+                1);
     out.gauge_u64("rdma_prober_links_up", "Flows connected whose last probe succeeded.", {}, s.links_up);
     out.gauge_u64("rdma_prober_qps", "Queue pairs open, by role.", {{"role", "prober"}}, p.transport.prober_qps);
     out.gauge_u64("rdma_prober_qps", "Queue pairs open, by role.", {{"role", "responder"}}, p.transport.responder_qps);
@@ -347,6 +364,7 @@ Settings settings_from(const exporter::CollectorSettings& s) {
   e.flows = static_cast<std::uint32_t>(s.integer("flows", 1, 16));
   e.flow_rotation = s.duration("flow-rotation");  // 0: never
   e.window = s.positive_duration("window");
+  e.pairing_refresh = s.positive_duration("pairing-refresh");
   out.peers_limit = static_cast<std::size_t>(s.integer("peers-limit", 1, 1000000));
   auto& t = out.transport;
   t.device_regex = s.string("device");
@@ -362,6 +380,8 @@ Settings settings_from(const exporter::CollectorSettings& s) {
   t.poll_window = parse_poll_window(s);
   t.traffic_class = {static_cast<std::uint8_t>(s.integer("traffic-class", 0, 255)),
                      static_cast<std::uint8_t>(s.integer("service-level", 0, 15))};
+  t.rails = parse_rails(s.yaml("rails"), s.origin("rails"));
+  t.cross_rail = s.boolean("cross-rail");
   t.node_name = s.string("node-name");
   if (t.node_name.empty()) {
     char host[256] = {};
@@ -431,6 +451,11 @@ RDMA_REGISTER_COLLECTOR({
             {"flow-rotation", exporter::OptionType::kDuration, "1m",
              "With flows > 1: every this long, one flow of each link is re-created (a new QP, a new 5-tuple); 0 = never."},
             {"window", exporter::OptionType::kDuration, "30s", "Window of the per-flow loss counts that fault localization judges."},
+            {"rails", exporter::OptionType::kYaml, "",
+             "YAML list of rail rules: rail (label; $1.. from the regex groups), device and/or netdev (regexes). A local port "
+             "pairs with the peer's port of the same rail; without labels, of the same IP subnet or InfiniBand subnet prefix."},
+            {"cross-rail", exporter::OptionType::kBool, "false", "Pair every local port with every peer port of its link layer."},
+            {"pairing-refresh", exporter::OptionType::kDuration, "1m", "How often a peer's port table is read again."},
             {"responder-max-qps", exporter::OptionType::kInt, "1024", "Most queue pairs the responder accepts (then: busy)."},
             {"peers-limit", exporter::OptionType::kInt, "4096", "Most peers taken from the static list and DNS."},
             {"node-name", exporter::OptionType::kString, "", "Name sent in handshakes (default: host name)."},

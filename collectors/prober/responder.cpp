@@ -39,6 +39,22 @@ int pick_responder_port(const std::vector<std::unique_ptr<ProbeDevice>>& devices
       }
   return -1;
 }
+
+// The port a targeted hello names, and its GID the prober paired with (InfiniBand: GID 0). -1
+// when the device or port is not ours, not ACTIVE, of the other link layer, or lacks the GID.
+int pick_named_port(const std::vector<std::unique_ptr<ProbeDevice>>& devices, const TargetedHello& t, ProbeDevice*& dev,
+                    VerbsPort& port, Gid& gid) {
+  for (auto& d : devices) {
+    if (d->name != t.device) continue;
+    const auto p = d->port(t.port);
+    if (!p || !p->active || p->ib == static_cast<bool>(t.hello.endpoint.is_global)) return -1;
+    const int g = p->ib ? choose_gid(d->ctx, *p, 0, false, std::nullopt, gid)
+                        : choose_gid(d->ctx, *p, -1, v4_mapped(t.gid.data()), t.gid, gid);
+    if (g >= 0) dev = d.get(), port = *p;
+    return g;
+  }
+  return -1;
+}
 }  // namespace
 
 // One accepted connection and the responder QP it keeps alive.
@@ -95,9 +111,15 @@ std::string Responder::answer_hello(ServedQp& s, std::size_t served, std::size_t
   if (!bytes) return result == "handshake_io" ? "io" : "bad_header";
   auto dec = decode_frame(*bytes, opts_.secret, nonce);
   if (dec.status != DecodeStatus::kOk) return std::string(decode_status_label(dec.status));
+  if (const auto* req = std::get_if<PortRequest>(&*dec.message)) {
+    const PortTable table{opts_.node_name.substr(0, kNameSize), describe_ports(devices_, opts_.rails)};
+    return send_frame(fd, encode_frame(table, opts_.secret, req->nonce), deadline) ? "port_table" : "io";
+  }
   const Hello* h = std::get_if<Hello>(&*dec.message);
   const SessionHello* session = std::get_if<SessionHello>(&*dec.message);
+  const TargetedHello* targeted = std::get_if<TargetedHello>(&*dec.message);
   if (session) h = &session->hello;
+  if (targeted) h = &targeted->hello;
   if (!h) return "bad_type";
   if (h->instance == instance_) return reject(RejectReason::kSelf, h->nonce);
   if (served >= opts_.responder_max_qps) return reject(RejectReason::kBusy, h->nonce);
@@ -107,7 +129,7 @@ std::string Responder::answer_hello(ServedQp& s, std::size_t served, std::size_t
   ProbeDevice* dev = nullptr;
   VerbsPort port;
   Gid gid{};
-  int sgid = pick_responder_port(devices_, fd, *h, dev, port, gid);
+  int sgid = targeted ? pick_named_port(devices_, *targeted, dev, port, gid) : pick_responder_port(devices_, fd, *h, dev, port, gid);
   if (!dev) return reject(RejectReason::kNoPort, h->nonce);
   std::uint64_t addr = reinterpret_cast<std::uintptr_t>(dev->dst.data());
   std::uint32_t rkey = dev->dst_mr->rkey, length = static_cast<std::uint32_t>(dev->dst.size());
@@ -135,7 +157,8 @@ std::string Responder::answer_hello(ServedQp& s, std::size_t served, std::size_t
   return session ? "ok_session" : "ok";
 }
 
-// Accepts one connection and answers its hello; a connected QP joins `served`.
+// Accepts one connection and answers its hello (a connected QP joins `served`) or its port
+// request (the connection closes once the table is sent).
 void Responder::accept_one(std::vector<std::unique_ptr<ServedQp>>& served, std::size_t& session_bytes) {
   Fd fd(accept4(listen_.fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
   if (fd.fd < 0) return;
@@ -146,6 +169,7 @@ void Responder::accept_one(std::vector<std::unique_ptr<ServedQp>>& served, std::
     std::lock_guard lock(mu_);
     ++handshakes_[result];
   }
+  if (result == "port_table") return;
   if (result != "ok" && result != "ok_session") {
     spdlog::debug("prober: responder handshake failed: {}", result);
     return;

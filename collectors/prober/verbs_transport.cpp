@@ -335,6 +335,14 @@ void VerbsTransport::close(std::uint64_t link) {
   // Destroyed outside the lock; closing the TCP connection tells the responder to free its QP.
 }
 
+void VerbsTransport::pair(std::uint64_t request, const PeerSpec& peer) {
+  {
+    std::lock_guard lock(mu_);
+    pair_queue_.emplace_back(request, peer);
+  }
+  cv_.notify_one();
+}
+
 void VerbsTransport::connect(const ConnectRequest& r) {
   {
     std::lock_guard lock(mu_);
@@ -350,16 +358,68 @@ void VerbsTransport::connect(const ConnectRequest& r) {
 void VerbsTransport::connector_main() {
   for (;;) {
     std::pair<ConnectRequest, std::uint64_t> job;
+    std::optional<std::pair<std::uint64_t, PeerSpec>> pair_job;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      cv_.wait(lock, [this] { return stopping_ || !queue_.empty() || !pair_queue_.empty(); });
       if (stopping_) return;
-      job = std::move(queue_.front());
-      queue_.pop_front();
+      if (!pair_queue_.empty()) {
+        pair_job = std::move(pair_queue_.front());
+        pair_queue_.pop_front();
+      } else {
+        job = std::move(queue_.front());
+        queue_.pop_front();
+      }
     }
-    do_connect(job.first, job.second);
+    if (pair_job) do_pair(pair_job->first, pair_job->second);
+    else do_connect(job.first, job.second);
     connector_cpu_.store(thread_cpu_seconds(), std::memory_order_relaxed);
   }
+}
+
+// The prober side of a port table exchange: challenge, port request, table; then pairs this
+// host's ports with the peer's (pairing.h). A responder that closes after the request is one
+// from before port tables: every local port is paired with whatever port it chooses, rail "".
+void VerbsTransport::do_pair(std::uint64_t request, const PeerSpec& peer) {
+  TransportEvent e;
+  e.kind = TransportEvent::Kind::kPaired;
+  e.link = request;
+  auto answer = [&](std::string reason) {
+    e.ok = reason.empty();
+    e.reason = std::move(reason);
+    e.at = Clock::now();
+    push_event(std::move(e));
+  };
+  const Deadline deadline = std::chrono::steady_clock::now() + opts_.handshake_timeout;
+  std::string why;
+  Fd s = tcp_connect(peer.address, peer.tcp_port, deadline, why);
+  if (s.fd < 0) return answer("pairing_" + why);
+  auto challenge_bytes = read_frame(s.fd, deadline, why);
+  if (!challenge_bytes) return answer("pairing_" + why);
+  auto ch = decode_frame(*challenge_bytes, opts_.secret, {});
+  if (ch.status != DecodeStatus::kOk || !std::holds_alternative<Challenge>(*ch.message))
+    return answer("pairing_" + std::string(decode_status_label(ch.status == DecodeStatus::kOk ? DecodeStatus::kBadType : ch.status)));
+  const PortRequest req{random_nonce()};
+  if (!send_frame(s.fd, encode_frame(req, opts_.secret, std::get<Challenge>(*ch.message).nonce), deadline))
+    return answer("pairing_io");
+  auto table_bytes = read_frame(s.fd, deadline, why);
+  if (!table_bytes) {
+    if (why != "handshake_io") return answer("pairing_" + why);  // io: it closed (as probe sessions tell it)
+    for (const auto& l : local_ports()) e.pairs.push_back(PeerPort{l, "", 0, "", {}, {}});
+    return answer("");
+  }
+  auto table = decode_frame(*table_bytes, opts_.secret, req.nonce);
+  if (table.status != DecodeStatus::kOk || !std::holds_alternative<PortTable>(*table.message))
+    return answer("pairing_" + std::string(decode_status_label(table.status == DecodeStatus::kOk ? DecodeStatus::kBadType : table.status)));
+  const auto& theirs = std::get<PortTable>(*table.message).ports;
+  const auto ours = describe_ports(devices_, opts_.rails);
+  for (const auto& p : pair_ports(ours, theirs, opts_.cross_rail, address_gid(peer.address)))
+    e.pairs.push_back(PeerPort{{ours[p.local].device, ours[p.local].port}, theirs[p.peer].device, theirs[p.peer].port, p.rail,
+                               p.source, p.dest});
+  if (e.pairs.empty())
+    spdlog::debug("prober: {} ({}) shares no rail with this host: no links (rails:, cross_rail)", peer.name,
+                  std::get<PortTable>(*table.message).name);
+  answer("");
 }
 
 void VerbsTransport::do_connect(const ConnectRequest& r, std::uint64_t attempt) {
@@ -401,14 +461,25 @@ void VerbsTransport::do_connect(const ConnectRequest& r, std::uint64_t attempt) 
   h.nonce = random_nonce();
   h.instance = instance_;
   h.name = opts_.node_name.substr(0, kNameSize);
-  const int sgid = choose_source_gid(d->ctx, *port, r.peer.gid_index, r.peer.address, h.endpoint.gid);
+  // The pair's source GID (the one in the peer port's subnet), else the GID whose netdev routes
+  // to the peer port's address (or the peer's, without a table); a configured index wins.
+  const bool targeted = !r.target.device.empty();
+  int sgid = -1;
+  if (targeted && r.peer.gid_index < 0 && !port->ib && r.target.source != Gid{})
+    sgid = choose_gid(d->ctx, *port, -1, v4_mapped(r.target.source.data()), r.target.source, h.endpoint.gid);
+  if (sgid < 0)
+    sgid = choose_source_gid(d->ctx, *port, r.peer.gid_index,
+                             targeted && !port->ib ? gid_address(r.target.dest) : r.peer.address, h.endpoint.gid);
   if (sgid < 0 && !port->ib) return fail("no_gid");
   h.endpoint.qpn = conn->qp->qp_num;
   h.endpoint.psn = random_psn();
   h.endpoint.lid = port->lid;
   h.endpoint.mtu = port->mtu;
   h.endpoint.is_global = port->ib ? 0 : 1;
-  if (!send_frame(s.fd, encode_frame(h, opts_.secret, server_nonce), deadline)) return fail("handshake_io");
+  const auto hello_frame = targeted ? encode_frame(TargetedHello{h, r.target.device, static_cast<std::uint8_t>(r.target.port), r.target.dest},
+                                                   opts_.secret, server_nonce)
+                                     : encode_frame(h, opts_.secret, server_nonce);
+  if (!send_frame(s.fd, hello_frame, deadline)) return fail("handshake_io");
   auto reply_bytes = read_frame(s.fd, deadline, why);
   if (!reply_bytes) return fail(why);
   auto reply = decode_frame(*reply_bytes, opts_.secret, h.nonce);

@@ -44,6 +44,10 @@ struct TransportOptions {
   // The class of the prober's probes and of the responder's answers (its ACKs): the same on
   // every node, as one config gives it.
   TrafficClass traffic_class;
+  // Rail labels of this host's ports (sent in its port table and used to pair), and whether
+  // every local port pairs with every peer port of its link layer (pairing.h).
+  std::vector<RailRule> rails;
+  bool cross_rail = false;
 };
 
 struct TransportCounters {
@@ -81,6 +85,7 @@ class VerbsTransport final : public Transport {
   void wake();
 
   void connect(const ConnectRequest& r) override;
+  void pair(std::uint64_t request, const PeerSpec& peer) override;
   std::optional<TimePoint> post_probe(std::uint64_t link, std::uint64_t probe, std::string& reason) override;
   void close(std::uint64_t link) override;
 
@@ -91,6 +96,7 @@ class VerbsTransport final : public Transport {
   explicit VerbsTransport(const TransportOptions& opts);
   void connector_main();
   void do_connect(const ConnectRequest& r, std::uint64_t attempt);
+  void do_pair(std::uint64_t request, const PeerSpec& peer);
   void push_event(TransportEvent e);
   std::size_t poll_cq(ProbeDevice& d, std::vector<TransportEvent>& out);
   void poll_fresh(std::vector<TransportEvent>& out);
@@ -112,6 +118,7 @@ class VerbsTransport final : public Transport {
   std::map<std::uint64_t, std::uint64_t> attempts_;  // link -> current connect attempt
   std::uint64_t next_attempt_ = 1;
   std::deque<std::pair<ConnectRequest, std::uint64_t>> queue_;
+  std::deque<std::pair<std::uint64_t, PeerSpec>> pair_queue_;  // served before connects: they unblock links
   std::vector<TransportEvent> events_;
   std::atomic<std::uint64_t> wakeups_{0}, polled_{0}, poll_misses_{0};
   std::atomic<bool> have_events_{false};  // events_ is not empty (checked without the lock)

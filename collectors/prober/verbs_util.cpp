@@ -1,6 +1,8 @@
 #include "collectors/prober/verbs_util.h"
 
 #include <algorithm>
+#include <net/if.h>
+
 #include <cerrno>
 #include <cstring>
 #include <random>
@@ -231,6 +233,53 @@ int choose_source_gid(ibv_context* ctx, const VerbsPort& port, int configured, c
     for (const auto& want : source_gids_for(peer))
       if (int g = choose_gid(ctx, port, -1, v4, want, out); g >= 0) return g;
   return choose_gid(ctx, port, configured, v4, std::nullopt, out);
+}
+
+std::vector<TablePort> describe_ports(const std::vector<std::unique_ptr<ProbeDevice>>& devices, const std::vector<RailRule>& rails) {
+  const auto addresses = interface_addresses();
+  auto prefix_of = [&](const std::string& netdev, const Gid& gid) -> std::uint8_t {
+    for (const auto& a : addresses)
+      if (a.netdev == netdev && a.address == gid) return a.prefix_len;
+    return 0;  // a GID whose address the netdev no longer has: not routable for pairing
+  };
+  std::vector<TablePort> out;
+  for (const auto& d : devices)
+    for (const auto& p : d->ports()) {
+      if (out.size() == kMaxTablePorts) return out;
+      TablePort t;
+      t.device = d->name.substr(0, kMaxTableString);
+      t.port = static_cast<std::uint8_t>(std::min<std::uint32_t>(p.num, 255));
+      t.link_layer = p.ib ? LinkLayer::kInfiniBand : LinkLayer::kEthernet;
+      t.state = p.active ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+      t.lid = p.lid;
+      std::vector<TableGid> routable, other;
+      for (int i = 0; i < std::min(p.gid_len, 256); ++i) {
+        ibv_gid_entry e{};
+        if (ibv_query_gid_ex(d->ctx, p.num, static_cast<std::uint32_t>(i), &e, 0) != 0) continue;  // an empty entry
+        TableGid g;
+        std::memcpy(g.gid.data(), e.gid.raw, 16);
+        if (g.gid == Gid{}) continue;
+        if (p.ib) {
+          for (int k = 0; k < 8; ++k) t.subnet_prefix = (t.subnet_prefix << 8) | g.gid[static_cast<std::size_t>(k)];
+          g.kind = GidKind::kIb;
+          t.gids.push_back(g);
+          break;  // GID 0 names the port; its prefix is the subnet's
+        }
+        g.kind = e.gid_type == IBV_GID_TYPE_ROCE_V2 ? GidKind::kRoceV2 : GidKind::kRoceV1;
+        char name[IF_NAMESIZE] = {};
+        if (e.ndev_ifindex && if_indextoname(e.ndev_ifindex, name)) g.netdev = std::string(name).substr(0, kMaxTableString);
+        g.prefix_len = prefix_of(g.netdev, g.gid);
+        const bool link_local = g.gid[0] == 0xfe && (g.gid[1] & 0xc0) == 0x80;
+        (g.kind == GidKind::kRoceV2 && !link_local && g.prefix_len ? routable : other).push_back(std::move(g));
+      }
+      // The GIDs pairing can use first: a port with many VLANs may have more than the table holds.
+      for (auto* list : {&routable, &other})
+        for (auto& g : *list)
+          if (t.gids.size() < kMaxPortGids) t.gids.push_back(std::move(g));
+      t.rail = rail_of(t, rails).substr(0, kMaxTableString);
+      out.push_back(std::move(t));
+    }
+  return out;
 }
 
 std::uint32_t random_psn() {

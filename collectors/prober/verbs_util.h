@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "collectors/prober/handshake.h"
+#include "collectors/prober/pairing.h"
 
 namespace rdma::collectors::prober {
 
@@ -98,6 +99,12 @@ int choose_gid(ibv_context* ctx, const VerbsPort& port, int configured, bool v4,
 // of the port that source_gids_for() ranks first (the netdev, VLAN included, that reaches the
 // peer); else the first RoCE v2 GID of the peer's family (InfiniBand: GID 0). -1 = none.
 int choose_source_gid(ibv_context* ctx, const VerbsPort& port, int configured, const std::string& peer, Gid& out);
+// This host's ports as a port table describes them (handshake.h): link layer, state, LID, the
+// InfiniBand subnet prefix, the GIDs with their type, netdev and the prefix length of the
+// netdev's address (routable RoCE v2 GIDs first, at most kMaxPortGids) and the rail label the
+// rules give it (pairing.h, rail_of). What the responder sends and what the prober pairs from.
+// Any thread.
+std::vector<TablePort> describe_ports(const std::vector<std::unique_ptr<ProbeDevice>>& devices, const std::vector<RailRule>& rails);
 std::uint32_t random_psn();
 // A signaled RDMA WRITE of `sge` (which must outlive the post) to the remote's buffer.
 ibv_send_wr signaled_write(ibv_sge& sge, const Endpoint& remote, std::uint64_t wr_id);

@@ -120,3 +120,29 @@ TEST_CASE("real resolution of numeric and loopback names") {
   CHECK_FALSE(err.empty());
   CHECK(local_addresses().count("127.0.0.1") == 1);
 }
+
+TEST_CASE("rail rules from YAML, and bad ones named by file, line and key") {
+  auto rules = parse_rails(YAML::Load(R"(
+- {rail: "rail$1", device: "^mlx5_(\\d+)$"}
+- {rail: storage, netdev: "^eth9"}
+)"),
+                           "cfg.yml");
+  REQUIRE(rules.size() == 2);
+  CHECK(rules[0].rail == "rail$1");
+  CHECK((rules[0].device && !rules[0].netdev && rules[1].netdev && !rules[1].device));
+  CHECK(parse_rails(YAML::Node(), "cfg.yml").empty());
+  auto err = [](const std::string& text) {
+    try {
+      parse_rails(YAML::Load(text), "cfg.yml");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK_THAT(err("- {rail: r1, device: x, colour: red}"), Catch::Contains("cfg.yml:1:") && Catch::Contains("colour"));
+  CHECK_THAT(err("- {device: x}"), Catch::Contains("without `rail`"));
+  CHECK_THAT(err("- {rail: r1}"), Catch::Contains("needs `device` or `netdev`"));
+  CHECK_THAT(err("- {rail: r1, device: \"(\"}"), Catch::Contains("bad regular expression"));
+  CHECK_THAT(err("- {rail: \"" + std::string(65, 'r') + "\", device: x}"), Catch::Contains("1 to 64 printable"));
+  CHECK_THAT(err("rail: r1"), Catch::Contains("list"));
+}

@@ -17,7 +17,13 @@ struct FakeTransport : Transport {
   std::vector<std::uint64_t> closed;
   TimePoint now{};
   bool fail_post = false;
+  // pair() requests not answered yet; the engine's ticks answer them (tick() below) with one
+  // pair per local port of `locals`, as a responder without a port table is paired.
+  std::vector<std::pair<std::uint64_t, PeerSpec>> pairings;
+  std::vector<LocalPort> locals{{"rxe0", 1}};
+  bool answer_pairings = true;  // false: the test answers them
   void connect(const ConnectRequest& r) override { connects.push_back(r); }
+  void pair(std::uint64_t request, const PeerSpec& peer) override { pairings.emplace_back(request, peer); }
   std::optional<TimePoint> post_probe(std::uint64_t link, std::uint64_t probe, std::string& reason) override {
     if (fail_post) return reason = "post", std::nullopt;
     posts.emplace_back(link, probe);
@@ -73,6 +79,23 @@ TransportEvent completion(std::uint64_t link, std::uint64_t probe, TimePoint at,
   return e;
 }
 
+// One round of the loop: tick, then answer the pair() requests that made (one pair per local
+// port of t.locals, rail "") and tick again, as the loop's next wake-up does.
+void tick(Engine& e, FakeTransport& t, TimePoint now) {
+  e.tick(now);
+  if (t.pairings.empty() || !t.answer_pairings) return;
+  for (const auto& [request, p] : std::exchange(t.pairings, {})) {
+    TransportEvent ev;
+    ev.kind = TransportEvent::Kind::kPaired;
+    ev.link = request;
+    ev.ok = true;
+    ev.at = now;
+    for (const auto& l : t.locals) ev.pairs.push_back(PeerPort{l, "", 0, "", {}, {}});
+    e.handle(ev);
+  }
+  e.tick(now);
+}
+
 // Advances the engine to `until` in steps of its own deadlines (what the epoll loop does).
 // With `complete`, every probe completes successfully 10 µs after its post.
 void run_until(Engine& e, FakeTransport& t, TimePoint from, TimePoint until, bool complete = false) {
@@ -80,7 +103,7 @@ void run_until(Engine& e, FakeTransport& t, TimePoint from, TimePoint until, boo
   while (now < until) {
     t.now = now;
     auto before = t.posts.size();
-    e.tick(now);
+    tick(e, t, now);
     if (complete)
       for (auto i = before; i < t.posts.size(); ++i) e.handle(completion(t.posts[i].first, t.posts[i].second, now + 10us));
     auto next = e.next_deadline(now);
@@ -91,7 +114,7 @@ void run_until(Engine& e, FakeTransport& t, TimePoint from, TimePoint until, boo
 // Brings one link up: first tick connects, then the transport reports success.
 std::uint64_t up(Engine& e, FakeTransport& t, TimePoint at) {
   t.now = at;
-  e.tick(at);
+  tick(e, t, at);
   REQUIRE(!t.connects.empty());
   auto id = t.connects.back().link;
   e.handle(connected(id, at));
@@ -123,7 +146,7 @@ TEST_CASE("a link connects, probes once per interval with jitter, and records ex
     now = next;
     t.now = now;
     auto before = t.posts.size();
-    e.tick(now);
+    tick(e, t, now);
     if (t.posts.size() > before) {
       post_times.push_back(now);
       e.handle(completion(link, t.posts.back().second, now + 30us));
@@ -211,7 +234,7 @@ TEST_CASE("an error completion tears the QP down and reconnects with exponential
     TimePoint now = failed;
     while (t.connects.size() == before) {
       t.now = now;
-      e.tick(now);
+      tick(e, t, now);
       now = std::max(e.next_deadline(now), now + 1us);
     }
     waits.push_back(Seconds(t.now - failed).count());
@@ -238,7 +261,7 @@ TEST_CASE("an error completion tears the QP down and reconnects with exponential
   CHECK(e.snapshot().peers[0].stats.rtt.count == good_before + 1);
   at = t.now + 1ms;
   e.handle(completion(link, 999999, at));  // unknown probe: ignored as late
-  e.tick(at);
+  tick(e, t, at);
   run_until(e, t, at, at + 1001ms);
   REQUIRE(t.posts.size() >= 3);
   e.handle(completion(link, t.posts.back().second, t.now, false, "completion_flushed"));
@@ -287,7 +310,7 @@ TEST_CASE("a responder that says 'self' excludes the link for good") {
   Engine e(config(), t, {kPort});
   e.set_peers({peer("me")}, T0);
   t.now = T0;
-  e.tick(T0);
+  tick(e, t, T0);
   TransportEvent f;
   f.kind = TransportEvent::Kind::kConnectFailed;
   f.link = t.connects.back().link;
@@ -304,12 +327,13 @@ TEST_CASE("a responder that says 'self' excludes the link for good") {
 
 TEST_CASE("peers that leave lose their link and series, a returning peer starts afresh") {
   FakeTransport t;
+  t.locals = {kPort, {"rxe1", 1}};
   Engine e(config(), t, {kPort, {"rxe1", 1}});
   auto b = peer("b");
   b.local_device = "rxe1";  // per-peer local device selection
   e.set_peers({peer("a"), b}, T0);
   t.now = T0;
-  e.tick(T0);
+  tick(e, t, T0);
   CHECK(t.connects.size() == 3);  // a on both ports, b only from rxe1
   for (const auto& c : t.connects) e.handle(connected(c.link, T0));
   CHECK(e.snapshot().peers.size() == 3);
@@ -320,7 +344,7 @@ TEST_CASE("peers that leave lose their link and series, a returning peer starts 
   CHECK(s.peers[0].peer == "b");
   CHECK(s.peers[0].local.device == "rxe1");
   e.set_peers({peer("a"), b}, T0 + 2s);
-  e.tick(T0 + 2s);
+  tick(e, t, T0 + 2s);
   CHECK(t.connects.size() == 5);
   CHECK(e.snapshot().peers.size() == 3);
 }
@@ -336,7 +360,7 @@ TEST_CASE("beyond max_peers: a rotating sample, histograms per group, bounded se
   for (int i = 0; i < 10; ++i) peers.push_back(peer("p" + std::to_string(i), i < 5 ? "rack1" : "rack2"));
   e.set_peers(peers, T0);
   t.now = T0;
-  e.tick(T0);
+  tick(e, t, T0);
   REQUIRE(t.connects.size() == 3);
   std::set<std::string> sampled;
   for (const auto& r : t.connects) {
@@ -380,7 +404,7 @@ TEST_CASE("the QP limit caps links") {
   c.max_links = 2;
   Engine e(c, t, {kPort});
   e.set_peers({peer("a"), peer("b"), peer("c")}, T0);
-  e.tick(T0);
+  tick(e, t, T0);
   CHECK(t.connects.size() == 2);
   auto s = e.snapshot();
   CHECK(s.links == 2);
@@ -420,7 +444,7 @@ TEST_CASE("ticking only at next_deadline() does the same as ticking often (the d
       for (const auto& ev : due) e.handle(ev);
       t.now = now;
       auto pc = t.posts.size(), cc = t.connects.size();
-      e.tick(now);
+      tick(e, t, now);
       for (auto i = cc; i < t.connects.size(); ++i) {
         connects.emplace_back(t.connects[i].link, now);
         pending.push_back(connected(t.connects[i].link, now + 2ms));
@@ -470,7 +494,7 @@ TEST_CASE("links due at the same time are served in link order, and a link remov
   FakeTransport t;
   Engine e(no_jitter(), t, {kPort});
   e.set_peers({peer("a"), peer("b"), peer("c")}, T0);
-  e.tick(T0);
+  tick(e, t, T0);
   REQUIRE(t.connects.size() == 3);
   std::vector<std::uint64_t> ids;
   for (const auto& c : t.connects) ids.push_back(c.link);
@@ -486,7 +510,7 @@ TEST_CASE("links due at the same time are served in link order, and a link remov
   CHECK(e.next_deadline(T0) == T0 + 1s);
   t.connects.clear();
   t.now = T0 + 1s;
-  e.tick(T0 + 1s);
+  tick(e, t, T0 + 1s);
   REQUIRE(t.connects.size() == 3);
   for (std::size_t i = 0; i < ids.size(); ++i) CHECK(t.connects[i].link == ids[i]);
 
@@ -514,6 +538,7 @@ TEST_CASE("links due at the same time are served in link order, and a link remov
 TEST_CASE("a local port that leaves ACTIVE parks its links: not probed, nothing lost, back when ACTIVE") {
   FakeTransport t;
   const LocalPort other{"rxe1", 1};
+  t.locals = {kPort, other};
   Engine e(no_jitter(), t, {kPort, other});
   auto port_state = [](const LocalPort& l, bool active) {
     TransportEvent ev;
@@ -524,7 +549,7 @@ TEST_CASE("a local port that leaves ACTIVE parks its links: not probed, nothing 
   };
   e.set_peers({peer("b")}, T0);
   t.now = T0;
-  e.tick(T0);
+  tick(e, t, T0);
   REQUIRE(t.connects.size() == 2);
   for (const auto& c : t.connects) e.handle(connected(c.link, T0));
   const auto link = t.connects[0].local == kPort ? t.connects[0].link : t.connects[1].link;
@@ -563,7 +588,7 @@ TEST_CASE("a local port that leaves ACTIVE parks its links: not probed, nothing 
   e.handle(port_state(kPort, true));
   CHECK(e.local_up(kPort));
   t.now += 1ms;
-  e.tick(t.now);
+  tick(e, t, t.now);
   REQUIRE(t.connects.size() == connects_before + 1);
   CHECK(t.connects.back().local == kPort);
   e.handle(connected(t.connects.back().link, t.now));
@@ -593,7 +618,7 @@ TEST_CASE("flows: several QPs per link, one peer view, per-flow windows for loca
     while (now < until) {
       t.now = now;
       auto before = t.posts.size();
-      e.tick(now);
+      tick(e, t, now);
       for (; answered < t.connects.size(); ++answered) {
         const auto& r = t.connects[answered];
         TransportEvent ev = connected(r.link, now);
@@ -609,7 +634,7 @@ TEST_CASE("flows: several QPs per link, one peer view, per-flow windows for loca
       now = next > now ? std::min(next, until) : now + 1ms;
     }
     t.now = until;
-    e.tick(until);
+    tick(e, t, until);
   };
   t.now = T0;
   advance(T0 + 1ms);
@@ -673,4 +698,124 @@ TEST_CASE("flows: several QPs per link, one peer view, per-flow windows for loca
   // The next rotation takes flow 1 (not up: nothing to re-create), then flow 2.
   advance(T0 + 60s + 1ms);
   CHECK(e.state("b", kPort, 2) == Engine::State::kUp);
+}
+
+namespace {
+TransportEvent paired(std::uint64_t request, TimePoint at, std::vector<PeerPort> pairs, std::string reason = "") {
+  TransportEvent e;
+  e.kind = TransportEvent::Kind::kPaired;
+  e.link = request;
+  e.ok = reason.empty();
+  e.reason = std::move(reason);
+  e.at = at;
+  e.pairs = std::move(pairs);
+  return e;
+}
+}  // namespace
+
+TEST_CASE("a peer's links are its pairs: one per paired port and flow, each connecting to its peer port on its rail") {
+  FakeTransport t;
+  t.answer_pairings = false;
+  const LocalPort a1{"rxeA1", 1}, a2{"rxeA2", 1}, a3{"rxeA3", 1};
+  auto c = no_jitter();
+  c.flows = 2;
+  c.pairing_refresh = 60s;
+  Engine e(c, t, {a1, a2, a3});
+  e.set_peers({peer("b")}, T0);
+  e.tick(T0);
+  REQUIRE(t.pairings.size() == 1);  // nothing connects before the peer's ports are known
+  CHECK(t.connects.empty());
+  CHECK(e.snapshot().peers_unpaired == 1);
+  const Gid s1{1}, d1{2}, s2{3}, d2{4};
+  // a3 has no rail in common with b: it probes nothing
+  e.handle(paired(t.pairings[0].first, T0, {{a1, "rxeB1", 1, "rail1", s1, d1}, {a2, "rxeB2", 1, "rail2", s2, d2}}));
+  e.tick(T0);
+  REQUIRE(t.connects.size() == 4);
+  std::set<std::tuple<std::string, std::string, unsigned>> got;
+  for (const auto& r : t.connects) {
+    CHECK(r.target.local == r.local);
+    got.insert({r.local.device, r.target.device, r.flow});
+    CHECK(r.target.source == (r.local == a1 ? s1 : s2));
+    CHECK(r.target.dest == (r.local == a1 ? d1 : d2));
+  }
+  CHECK(got == std::set<std::tuple<std::string, std::string, unsigned>>{
+                   {"rxeA1", "rxeB1", 0}, {"rxeA1", "rxeB1", 1}, {"rxeA2", "rxeB2", 0}, {"rxeA2", "rxeB2", 1}});
+  for (const auto& r : t.connects) e.handle(connected(r.link, T0));
+  run_until(e, t, T0, T0 + 31s, true);
+  auto s = e.snapshot();
+  CHECK(s.peers_unpaired == 0);
+  CHECK(s.paired == std::vector<std::pair<std::string, bool>>{{"b", true}});
+  REQUIRE(s.link_info.size() == 2);
+  CHECK(s.link_info[0].pair.rail != s.link_info[1].pair.rail);
+  REQUIRE(s.window.size() == 4);
+  for (const auto& f : s.window) {
+    CHECK(f.rail == (f.device == "rxeA1" ? "rail1" : "rail2"));
+    CHECK(f.peer_device == (f.device == "rxeA1" ? "rxeB1" : "rxeB2"));
+    CHECK(f.sent > 0);
+  }
+  CHECK(s.peers.size() == 2);  // per local port and peer
+
+  SECTION("asked again every pairing_refresh: the same pairs keep their links, a changed table moves them") {
+    REQUIRE(t.pairings.size() == 1);  // the ask at T0 was answered
+    t.pairings.clear();
+    const auto closed_before = t.closed.size();
+    run_until(e, t, T0 + 31s, T0 + 61s, true);
+    REQUIRE(t.pairings.size() == 1);
+    e.handle(paired(t.pairings[0].first, T0 + 61s, {{a1, "rxeB1", 1, "rail1", s1, d1}, {a2, "rxeB2", 1, "rail2", s2, d2}}));
+    CHECK(t.closed.size() == closed_before);
+    // b's rail 2 port is gone; its rail 3 port pairs with a3
+    t.connects.clear();
+    run_until(e, t, T0 + 61s, T0 + 122s, true);
+    REQUIRE(t.pairings.size() == 2);
+    e.handle(paired(t.pairings[1].first, T0 + 122s, {{a1, "rxeB1", 1, "rail1", s1, d1}, {a3, "rxeB3", 1, "rail3", {}, {}}}));
+    CHECK(t.closed.size() == closed_before + 2);  // a2's two flows
+    e.tick(T0 + 122s);
+    REQUIRE(t.connects.size() == 2);
+    for (const auto& r : t.connects) CHECK((r.local == a3 && r.target.device == "rxeB3"));
+  }
+  SECTION("a peer that stops answering keeps its pairs: its links fail and count lost") {
+    t.pairings.clear();
+    run_until(e, t, T0 + 31s, T0 + 61s);  // probes are lost from here on
+    REQUIRE(t.pairings.size() == 1);
+    e.handle(paired(t.pairings[0].first, T0 + 61s, {}, "pairing_connect"));
+    run_until(e, t, T0 + 61s, T0 + 95s);
+    s = e.snapshot();
+    CHECK(s.links == 4);
+    CHECK(s.peers_unpaired == 0);
+    CHECK(s.pairing_failures.at("pairing_connect") == 1);
+    for (const auto& f : s.window) CHECK(f.lost == f.sent);
+  }
+}
+
+TEST_CASE("a peer never paired has no links and is asked again with backoff") {
+  FakeTransport t;
+  t.answer_pairings = false;
+  auto c = no_jitter();
+  c.backoff_max = 30s;
+  Engine e(c, t, {kPort});  // backoff 1 s doubling, at most 30 s
+  e.set_peers({peer("b")}, T0);
+  std::vector<TimePoint> asked;
+  TimePoint now = T0;
+  while (now < T0 + 40s) {
+    e.tick(now);
+    for (const auto& [request, p] : std::exchange(t.pairings, {})) {
+      asked.push_back(now);
+      e.handle(paired(request, now, {}, "pairing_connect"));
+    }
+    now = std::max(e.next_deadline(now), now + 1ms);
+  }
+  CHECK(t.connects.empty());
+  const std::vector<TimePoint> want{T0, T0 + 1s, T0 + 3s, T0 + 7s, T0 + 15s, T0 + 31s};
+  CHECK(asked == want);
+  auto s = e.snapshot();
+  CHECK(s.peers_unpaired == 1);
+  CHECK(s.paired == std::vector<std::pair<std::string, bool>>{{"b", false}});
+  CHECK(s.pairing_failures.at("pairing_connect") == 6);
+  CHECK(s.window.empty());
+  // an answer for a peer that left is dropped
+  e.tick(now);
+  REQUIRE(t.pairings.empty());
+  e.set_peers({}, now);
+  e.handle(paired(99, now, {{kPort, "x", 1, "", {}, {}}}));
+  CHECK(e.snapshot().links == 0);
 }

@@ -51,7 +51,8 @@ TEST_CASE("every message round-trips through encode and decode") {
   SessionHello sh{hello(), SessionKind::kWriteLatency, 65536};
   for (const Message& m : {Message{Challenge{kServer}}, Message{hello()}, Message{a}, Message{Reject{RejectReason::kSelf}},
                            Message{sh}, Message{Reject{RejectReason::kNoSecret}}, Message{PortRequest{kServer}},
-                           Message{table()}, Message{PortTable{"empty", {}}}}) {
+                           Message{table()}, Message{PortTable{"empty", {}}},
+                           Message{TargetedHello{hello(), "rxeB1", 1, endpoint().gid}}}) {
     auto bytes = encode_frame(m, "s3cret", kServer);
     REQUIRE(frame_size(std::span(bytes).first(kHeaderSize)) == bytes.size());
     auto d = decode_frame(bytes, "s3cret", kServer);
@@ -150,6 +151,21 @@ TEST_CASE("session hellos: kind and buffer size are checked, the body size is th
   b[5] = static_cast<std::uint8_t>(FrameType::kHello);
   CHECK(decode_frame(b, "k", kServer).status == DecodeStatus::kBadLength);
   CHECK(reject_label(RejectReason::kNoSecret) == "no_secret");
+}
+
+TEST_CASE("targeted hellos name a device and a port, and their body size is their own") {
+  auto status = [](const TargetedHello& th) { return decode_frame(encode_frame(th, "k", kServer), "k", kServer).status; };
+  CHECK(status({hello(), "mlx5_3", 255, {}}) == DecodeStatus::kOk);
+  CHECK(status({hello(), "", 1, {}}) == DecodeStatus::kBadField);
+  CHECK(status({hello(), "mlx5_3", 0, {}}) == DecodeStatus::kBadField);
+  CHECK(status({hello(), "mlx5\n3", 1, {}}) == DecodeStatus::kBadField);
+  Hello bad = hello();
+  bad.endpoint.mtu = 0;
+  CHECK(status({bad, "mlx5_3", 1, {}}) == DecodeStatus::kBadField);
+  // a hello relabelled as a targeted hello has the other type's length
+  auto b = encode_frame(hello(), "k", kServer);
+  b[5] = static_cast<std::uint8_t>(FrameType::kTargetedHello);
+  CHECK(decode_frame(b, "k", kServer).status == DecodeStatus::kBadLength);
 }
 
 TEST_CASE("port tables: every count and string is bounded, every byte accounted for") {

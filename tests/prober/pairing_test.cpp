@@ -112,3 +112,28 @@ TEST_CASE("InfiniBand ports pair by subnet prefix, never with RoCE ports") {
   CHECK(pairs[0].dest == peer[1].gids[0].gid);
   CHECK((pairs[1].local == 1 && pairs[1].peer == 0 && pairs[1].rail == "fe80:0:0:2/64"));
 }
+
+TEST_CASE("a rail rule's label takes the groups of its regex: one rule names every rail of a node") {
+  const std::vector<RailRule> rules = {{"rail$1", std::regex("^mlx5_(\\d+)$"), std::nullopt},
+                                       {"vlan-$2", std::nullopt, std::regex("^(eth\\d+)\\.(\\d+)$")}};
+  CHECK(rail_of(roce("mlx5_3", "ens1", v4(10, 3, 0, 1), 24), rules) == "rail3");
+  CHECK(rail_of(roce("mlx5_12", "ens1", v4(10, 3, 0, 1), 24), rules) == "rail12");
+  CHECK(rail_of(roce("bnxt_re0", "eth2.300", v4(10, 3, 0, 1), 24), rules) == "vlan-300");
+  CHECK(rail_of(roce("bnxt_re0", "eth2", v4(10, 3, 0, 1), 24), rules).empty());
+}
+
+TEST_CASE("a peer reached at one of its port's subnets is probed in that subnet") {
+  // both ports have 10.77.0.0/24 first and 10.78.0.0/24 second; the peer was given as 10.78.0.2
+  auto a = roce("rxe0", "veth0", v4(10, 77, 0, 1), 24);
+  a.gids.push_back({v4(10, 78, 0, 1), GidKind::kRoceV2, 24, "veth0"});
+  auto b = roce("rxe1", "veth1", v4(10, 77, 0, 2), 24);
+  b.gids.push_back({v4(10, 78, 0, 2), GidKind::kRoceV2, 24, "veth1"});
+  auto pairs = pair_ports({a}, {b}, false);
+  REQUIRE(pairs.size() == 1);
+  CHECK(pairs[0].dest == v4(10, 77, 0, 2));
+  pairs = pair_ports({a}, {b}, false, v4(10, 78, 0, 2));
+  REQUIRE(pairs.size() == 1);
+  CHECK(pairs[0].source == v4(10, 78, 0, 1));
+  CHECK(pairs[0].dest == v4(10, 78, 0, 2));
+  CHECK(pairs[0].rail == "10.78.0.0/24");
+}

@@ -25,7 +25,7 @@ expect_value "$WORK/a1" 1 rdma_prober_peer_up "${L[@]}"  # the 4 flows are one p
 n=$(grep -c '^rdma_prober_rtt_seconds_count{' "$WORK/a1"); num_eq "$n" 1 && ok "one RTT histogram for the link" || bad "$n RTT histograms"
 
 section "localization over the 5 s window: verdict none, 4 flows judged"
-wait_for $PORT_A 1 rdma_prober_verdict rail= verdict=none && ok "verdict none" || bad "no verdict none"
+wait_for $PORT_A 1 rdma_prober_verdict rail=10.77.0.0/24 verdict=none && ok "verdict none on rail 10.77.0.0/24 (the subnet both ports share)" || bad "no verdict none"
 wait_for $PORT_A 4 rdma_prober_link_flows_judged "${L[@]}" && ok "4 flows judged" || bad "not 4 flows judged"
 expect_value "$WORK/poll" 0 rdma_prober_link_flows_lossy "${L[@]}"
 

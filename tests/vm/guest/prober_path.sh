@@ -2,7 +2,7 @@
 # vm test: a dropped ECMP path on the two-rail fabric (tests/vm/lib/ecmp-fabric.sh). A's 8 flows on
 # rail 1 spread over paths x and y: the path of each is predicted from its UDP source port (captured
 # on a1) with router L1's own route lookup, and checked against the packets L1 sent over each path.
-# Path x of rail 1 dropped: the verdict is path, the lossy flows of rail 1's link are exactly as many
+# Path x of rail 1 dropped: the verdict is path on rail 1 and none on rail 2, the lossy flows of rail 1's link are exactly as many
 # as crossed x (never more), rail 2's link has none and nothing is blamed; healed: the verdict is
 # none again. Prints the time from the drop to the verdict. Runs inside the test guest; see
 # tests/vm/README.md.
@@ -44,16 +44,16 @@ if ((dx + dy >= 4 * FLOWS)) && awk -v dx=$dx -v dy=$dy -v nx=$on_x -v n=$FLOWS \
 else
   bad "x carried $dx of $((dx + dy)) packets; $on_x of $FLOWS flows predicted"
 fi
-wait_verdict none && ok "verdict none before the drop" || bad "verdict not none before the drop"
+wait_verdict "rail1:none rail2:none" && ok "verdict none on both rails before the drop" || bad "verdict not none before the drop"
 
 section "path x of rail 1 dropped: verdict path, the flows on x lossy, rail 2 clean"
 # Dropped as a window begins (WINDOW_S above): that window holds every flow on x failing.
 next_window || fatal "no localization window closes"
 t0=$(date +%s.%N)
 "$FABRIC" drop 1 x || fatal "drop 1 x"
-if wait_verdict path; then
+if wait_verdict "rail1:path rail2:none"; then
   t1=$(date +%s.%N)
-  ok "verdict path"
+  ok "verdict path on rail 1, none on rail 2"
   echo "  time from the drop to the path verdict: $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s" \
        "(window ${WINDOW_S} s, interval 200 ms, the drop at a window's start)"
 else
@@ -72,7 +72,7 @@ read -r _ x2 _ y2 <<<"$("$FABRIC" count 1)"
 
 section "healed: verdict none"
 "$FABRIC" heal 1 x || fatal "heal 1 x"
-wait_verdict none && ok "verdict none after the heal" || bad "verdict not none after the heal"
+wait_verdict "rail1:none rail2:none" && ok "verdict none on both rails after the heal" || bad "verdict not none after the heal"
 for r in 1 2; do
   link_flows "$WORK/poll" $r lossy && ((REPLY == 0)) && ok "rail $r's link: no lossy flow" \
     || bad "rail $r's link: lossy flows '$REPLY' after the heal"
