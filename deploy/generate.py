@@ -417,6 +417,13 @@ def dash_prober():
                    "{{instance}} {{device}} → {{peer}}")], w=12,
            desc="Flows (RC QPs, one ECMP path each) of a link that lost probes in the last window; fewer than the "
                 "link's judged flows is a path picture."),
+        table("Pairs probed (rail by rail)", [
+            target('max by (instance, device, peer, peer_device, rail) (rdma_prober_link_info{%s})' % sel,
+                   instant=True, fmt="table")], exclude=("Time", "Value"), w=12,
+              desc="Each local port and the peer's port it probes, with the pair's rail (docs/prober.md, Pairing): "
+                   "a port missing here probes nothing."),
+        stat("Peers without a link (unpaired)", 'sum(rdma_prober_peers_unpaired{%s}) or vector(0)' % sel, w=12,
+             thresholds=RED_IF_ANY),
         row("On-demand probes (/probe, docs/probe.md)"),
         ts("Probe bandwidth (write_bw): average and peak", [
             target('max by (instance) (rdma_probe_bandwidth_bytes_per_second{%s})' % sel, "{{instance}} average"),
@@ -722,6 +729,13 @@ def alerts():
               "No probe to {{ $labels.peer }} has completed for 5 minutes (no connection or every probe failed).",
               [('rdma_prober_peer_up{%s, peer="node2"}' % J, "0x20")],
               [('rdma_prober_peer_up{%s, peer="node2"}' % J, "1x20")],
+              {"instance": "node1", "peer": "node2"}),
+        alert("RdmaProbePeerUnpaired", "rdma_prober_peer_paired{%(selector)s} == 0" % C, "10m", "warning",
+              "RDMA peer {{ $labels.peer }} has no link from {{ $labels.instance }}",
+              "For 10 minutes the peer's port table could not be read, or none of its ports shares a rail with this "
+              "node's (rail rules, subnets): it is not probed at all.",
+              [('rdma_prober_peer_paired{%s, peer="node2"}' % J, "0x20")],
+              [('rdma_prober_peer_paired{%s, peer="node2"}' % J, "1x20")],
               {"instance": "node1", "peer": "node2"}),
     ]),
 ]

@@ -197,7 +197,7 @@ void Engine::handle_paired(const TransportEvent& e) {
     pp.ask_at = e.at + cfg_.pairing_refresh;
     if (!pp.pairs || *pp.pairs != e.pairs) {
       pp.pairs = e.pairs;
-      rebuild_links();
+      relink_ = true;  // once per wake-up, in tick(): answers come in bursts (every peer at start)
     }
   } else {
     // Known pairs stay: a peer that stopped answering keeps its links, which fail and count lost.
@@ -332,6 +332,10 @@ void Engine::tick(TimePoint now) {
   if (aggregated() && now - rotated_at_ >= cfg_.rotate_interval) {
     rotation_ += cfg_.sample_size;
     rotated_at_ = now;
+    relink_ = true;
+  }
+  if (relink_) {
+    relink_ = false;
     rebuild_links();
   }
   if (now >= next_ask_) ask_pairings(now);
@@ -449,10 +453,16 @@ TimePoint Engine::link_next(const Link& l, TimePoint now) const {
 }
 
 TimePoint Engine::next_deadline(TimePoint now) const {
-  if (!started_) return now;
+  if (!started_ || relink_) return now;
   TimePoint next = global_next(now);
   if (!due_.empty()) next = std::min(next, due_.front().at);  // live: every change ends with drop_stale()
-  return std::max(next, now);
+  if (next <= now) return now;
+  if (cfg_.wake_grid.count() > 0) {
+    const auto grid = std::chrono::duration_cast<Clock::duration>(cfg_.wake_grid);
+    const auto since = next.time_since_epoch();
+    next = TimePoint((since + grid - Clock::duration(1)) / grid * grid);
+  }
+  return next;
 }
 
 std::optional<Engine::State> Engine::state(const std::string& peer, const LocalPort& local, unsigned flow) const {

@@ -127,6 +127,10 @@ struct EngineConfig {
   std::uint32_t flows = 1;
   std::chrono::milliseconds flow_rotation{0};
   std::chrono::milliseconds window{30000};  // per-flow sent/lost windows for localize()
+  // Wake-ups fall on a grid of this step on the steady clock: the probes due within one step are
+  // posted in one wake-up (each still polled for its own completion right after its post, so
+  // its RTT is its own), at most one step late. 0: wake at each due time.
+  std::chrono::microseconds wake_grid{0};
   // How often a paired peer's port table is read again (a NIC added, a rail relabelled).
   std::chrono::milliseconds pairing_refresh{60000};
   std::uint64_t seed = 0;       // 0: random
@@ -197,7 +201,8 @@ class Engine {
   void handle(const TransportEvent& e);
   // Connects, posts due probes, expires lost probes, rotates the sample.
   void tick(TimePoint now);
-  // When tick() has something to do next (epoll timeout).
+  // When tick() has something to do next (epoll timeout): `now` when something is due, else the
+  // next due time rounded up to wake_grid.
   TimePoint next_deadline(TimePoint now) const;
   Snapshot snapshot() const;
 
@@ -286,6 +291,7 @@ class Engine {
   std::uint64_t next_pair_request_ = 1;
   TimePoint next_ask_ = TimePoint::min();  // the earliest ask_at of the probed peers not asked
   std::map<std::string, std::uint64_t> pairing_failures_;
+  bool relink_ = false;  // pairs changed since the last tick(): rebuild the links there
   std::size_t rotation_ = 0;          // first peer of the current sample
   TimePoint rotated_at_{};
   TimePoint window_start_{}, flows_rotated_at_{};

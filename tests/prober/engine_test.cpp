@@ -768,8 +768,9 @@ TEST_CASE("a peer's links are its pairs: one per paired port and flow, each conn
     run_until(e, t, T0 + 61s, T0 + 122s, true);
     REQUIRE(t.pairings.size() == 2);
     e.handle(paired(t.pairings[1].first, T0 + 122s, {{a1, "rxeB1", 1, "rail1", s1, d1}, {a3, "rxeB3", 1, "rail3", {}, {}}}));
-    CHECK(t.closed.size() == closed_before + 2);  // a2's two flows
+    CHECK(e.next_deadline(T0 + 122s) == T0 + 122s);  // the links follow at the next tick
     e.tick(T0 + 122s);
+    CHECK(t.closed.size() == closed_before + 2);  // a2's two flows
     REQUIRE(t.connects.size() == 2);
     for (const auto& r : t.connects) CHECK((r.local == a3 && r.target.device == "rxeB3"));
   }
@@ -818,4 +819,48 @@ TEST_CASE("a peer never paired has no links and is asked again with backoff") {
   e.set_peers({}, now);
   e.handle(paired(99, now, {{kPort, "x", 1, "", {}, {}}}));
   CHECK(e.snapshot().links == 0);
+}
+
+TEST_CASE("with a wake grid, probes due within one step share a wake-up and are at most one step late") {
+  FakeTransport t;
+  auto c = config();  // 1 s interval, +-10 % jitter
+  c.wake_grid = 10ms;
+  c.max_peers = 200;
+  Engine e(c, t, {kPort});
+  std::vector<PeerSpec> peers;
+  for (int i = 0; i < 200; ++i) peers.push_back(peer("p" + std::to_string(i)));
+  e.set_peers(peers, T0);
+  tick(e, t, T0);
+  REQUIRE(t.connects.size() == 200);
+  for (const auto& r : t.connects) e.handle(connected(r.link, T0));
+  // the posts: when, per link
+  std::map<std::uint64_t, std::vector<TimePoint>> at;
+  std::set<TimePoint> wakeups;
+  TimePoint now = T0;
+  while (now < T0 + 20s) {
+    const auto before = t.posts.size();
+    t.now = now;
+    e.tick(now);
+    for (auto i = before; i < t.posts.size(); ++i) {
+      at[t.posts[i].first].push_back(now);
+      e.handle(completion(t.posts[i].first, t.posts[i].second, now + 10us));
+    }
+    if (t.posts.size() > before) wakeups.insert(now);
+    const auto next = e.next_deadline(now);
+    if (next > now) CHECK((next - TimePoint{}) % 10ms == Clock::duration::zero());  // on the grid
+    now = std::max(next, now + 1ms);
+  }
+  REQUIRE(at.size() == 200);
+  std::size_t probes = 0;
+  for (const auto& [link, times] : at) {
+    probes += times.size();
+    for (std::size_t i = 1; i < times.size(); ++i) {
+      const auto gap = times[i] - times[i - 1];
+      CHECK(gap >= 900ms - 10ms);  // the jittered interval, moved by at most one step each end
+      CHECK(gap <= 1100ms + 10ms);
+    }
+  }
+  CHECK(probes >= 200 * 18);
+  CHECK(wakeups.size() <= 20s / 10ms + 1);  // ~4,000 probes in at most 2,001 wake-ups
+  CHECK(wakeups.size() < probes / 2);
 }
