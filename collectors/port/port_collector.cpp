@@ -59,6 +59,13 @@ struct PortState {
   bool used = false;
 };
 
+// What a device keeps between scrapes: its attributes, of which those fixed for the device's
+// lifetime are read once per opening of its directory (sysfs::read_device_attributes).
+struct DeviceState {
+  sysfs::DeviceAttributes attributes;
+  bool used = false;
+};
+
 class PortCollector final : public exporter::Collector {
  public:
   PortCollector(bool use_verbs, CountersSource source) : use_verbs_(use_verbs), source_(source) {}
@@ -69,19 +76,21 @@ class PortCollector final : public exporter::Collector {
     // fixture tree or a driver answering from memory), the devices are read on this thread.
     const bool slow = last_work_ns_.load(std::memory_order_relaxed) > kThreadsWorthNs;
     // The ports' kept state is found or made here, on one thread; the device threads only read the map.
-    for (const auto& dev : ctx.host.devices)
+    for (const auto& dev : ctx.host.devices) {
+      devices_[dev.path].used = true;
       for (const auto& port : dev.ports) {
         auto [it, fresh] = ports_.try_emplace(port.path);
         if (fresh) it->second = PortState(dev, port);
         it->second.used = true;
       }
+    }
     // Most of the port families have one sample per port (a few have two).
     out.expect_per_family(ports_.size());
     std::atomic<std::uint64_t> work_ns{0};
     exporter::for_each_parallel(ctx.host.devices, slow ? kMaxThreads : 1, out,
                                 [&](const model::DeviceModel& dev, MetricSink& s) {
                                   const auto t0 = std::chrono::steady_clock::now();
-                                  collect_device(ctx, dev, s);
+                                  collect_device(ctx, dev, devices_.at(dev.path), s);
                                   for (const auto& port : dev.ports) collect_port(ctx, dev, port, ports_.at(port.path), s);
                                   work_ns += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                                             std::chrono::steady_clock::now() - t0)
@@ -92,11 +101,15 @@ class PortCollector final : public exporter::Collector {
     mad_.sweep();
     for (auto it = ports_.begin(); it != ports_.end();)
       it = std::exchange(it->second.used, false) ? std::next(it) : ports_.erase(it);
+    for (auto it = devices_.begin(); it != devices_.end();)
+      it = std::exchange(it->second.used, false) ? std::next(it) : devices_.erase(it);
   }
 
  private:
-  void collect_device(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev, MetricSink& out) {
-    auto a = sysfs::read_device_attributes(kept_.at(dev.path));
+  void collect_device(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev, DeviceState& st,
+                      MetricSink& out) {
+    sysfs::DeviceAttributes& a = st.attributes;
+    sysfs::read_device_attributes(kept_.at(dev.path), a);
     for (auto [name, err] : {std::pair{"node_type", a.node_type.error}, {"node_guid", a.node_guid.error},
                              {"sys_image_guid", a.sys_image_guid.error}, {"fw_ver", a.fw_ver.error}})
       if (err != ReadError::kNone) ctx.errors.report_read(err, dev.path + "/" + name);
@@ -196,7 +209,7 @@ class PortCollector final : public exporter::Collector {
     auto& values = st.values;
     values.clear();
     if (names)
-      for (const auto& name : *names.value) values.push_back(kept.read_u64(name.c_str()));
+      for (std::size_t i = 0; i < names.value->size(); ++i) values.push_back(kept.read_u64_at(i));
     // Kernels before 4.20 create counters/ for a device without a PMA too (i40iw) and print
     // "N/A (no PMA)" in every file: like a missing directory, that is what the port is.
     bool all_not_available = names.ok() && !values.empty();
@@ -225,8 +238,10 @@ class PortCollector final : public exporter::Collector {
   void collect_legacy(const exporter::ScrapeContext& ctx, const PortState& st, sysfs::KeptDir& kept, MetricSink& out) {
     auto names = kept.names();
     if (!names) return report_unless_absent(ctx.errors, names.error, st.legacy_path);
-    for (const auto& name : *names.value)
-      emit_counter(ctx, st.legacy_path, name, kept.read_u64(name.c_str()), find_legacy_counter(name), 64, st.base, out);
+    for (std::size_t i = 0; i < names.value->size(); ++i) {
+      const std::string& name = (*names.value)[i];
+      emit_counter(ctx, st.legacy_path, name, kept.read_u64_at(i), find_legacy_counter(name), 64, st.base, out);
+    }
   }
 
   // The port's counters from its PMA agent with MADs, where the source setting allows and the port
@@ -320,6 +335,7 @@ class PortCollector final : public exporter::Collector {
   // they are reopened): 9 descriptors per device, 6 + 1 + one per counters/ file (22 on mlx5) per port.
   sysfs::KeptDirs kept_;
   std::unordered_map<std::string, PortState> ports_;  // by port path; ports gone are dropped
+  std::unordered_map<std::string, DeviceState> devices_;  // by device path; devices gone are dropped
   verbs::PortAttributeReader verbs_;
 };
 

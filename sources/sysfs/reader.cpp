@@ -190,6 +190,7 @@ void KeptDir::close_all() {
   for (auto& [name, fd] : files_) ::close(fd);
   files_.clear();
   names_.clear();
+  name_fds_.clear();
   listed_ = false;
   if (dir_fd_ >= 0) ::close(dir_fd_);
   dir_fd_ = -1;
@@ -220,6 +221,7 @@ ReadError KeptDir::refresh(const KeptDir* parent) {
   }
   dir_error_ = ReadError::kNone;
   dir_errno_ = 0;
+  ++generation_;
   identity_ = opened.value;
   racy_ = !identity_.settled(racy_seconds_);
   return ReadError::kNone;
@@ -233,6 +235,7 @@ Result<const std::vector<std::string>*> KeptDir::names() {
     if (!entries) return R::failure(entries.error, entries.sys_errno);
     names_.clear();
     for (auto& e : entries.value) names_.push_back(std::move(e.name));
+    name_fds_.assign(names_.size(), -1);
     listed_ = true;
   }
   return R::success(&names_);
@@ -269,12 +272,15 @@ int pread_page(int fd, char* buf, std::size_t cap, std::size_t& len) {
 }
 }  // namespace
 
-Result<std::size_t> KeptDir::read_page(const char* name, char* buf, std::size_t cap) {
+Result<std::size_t> KeptDir::read_page(const char* name, char* buf, std::size_t cap, int* slot) {
   using R = Result<std::size_t>;
-  auto it = files_.find(std::string_view(name));
-  const bool kept = it != files_.end();
-  auto fd = kept ? Result<int>::success(it->second) : file_fd(name, false);
+  int known = slot ? *slot : -1;
+  if (known < 0)
+    if (auto it = files_.find(std::string_view(name)); it != files_.end()) known = it->second;
+  const bool kept = known >= 0;
+  auto fd = kept ? Result<int>::success(known) : file_fd(name, false);
   if (!fd) return R::failure(fd.error, fd.sys_errno);
+  if (slot) *slot = fd.value;
   std::size_t len = 0;
   int err = pread_page(fd.value, buf, cap, len);
   if (err == 0) {
@@ -284,8 +290,10 @@ Result<std::size_t> KeptDir::read_page(const char* name, char* buf, std::size_t 
   // The file went away under a kept descriptor (kernfs answers ENODEV once the attribute is
   // removed): open it again once, which fails or succeeds as an open without a kept descriptor would.
   if (!kept || (err != ENODEV && err != ENOENT && err != ESTALE)) return R::failure(classify_errno(err), err);
+  if (slot) *slot = -1;
   fd = file_fd(name, true);
   if (!fd) return R::failure(fd.error, fd.sys_errno);
+  if (slot) *slot = fd.value;
   err = pread_page(fd.value, buf, cap, len);
   if (err != 0) return R::failure(classify_errno(err), err);
   return R::success(len);
@@ -300,10 +308,17 @@ Result<std::string> KeptDir::read_file(const char* name) {
   return Result<std::string>::success(std::string(buf, n.value));
 }
 
-Result<std::uint64_t> KeptDir::read_u64(const char* name) {
+Result<std::uint64_t> KeptDir::read_u64(const char* name) { return u64_of_page(name, nullptr); }
+
+Result<std::uint64_t> KeptDir::read_u64_at(std::size_t i) {
+  if (!listed_ || i >= names_.size()) return Result<std::uint64_t>::failure(ReadError::kNotFound);
+  return u64_of_page(names_[i].c_str(), &name_fds_[i]);
+}
+
+Result<std::uint64_t> KeptDir::u64_of_page(const char* name, int* slot) {
   using R = Result<std::uint64_t>;
   char buf[4096];
-  auto n = read_page(name, buf, sizeof buf);
+  auto n = read_page(name, buf, sizeof buf, slot);
   if (!n) return R::failure(n.error, n.sys_errno);
   const std::string_view text(buf, n.value);
   if (is_not_available(text)) return R::failure(ReadError::kNotAvailable);

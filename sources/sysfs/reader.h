@@ -123,8 +123,13 @@ class KeptDir {
   Result<std::string> read_file(const char* name);
   Result<std::string> read_attribute(const char* name);
   Result<std::uint64_t> read_u64(const char* name);
+  // The i-th of names(): its descriptor is found by index, without hashing the name.
+  Result<std::uint64_t> read_u64_at(std::size_t i);
 
   const std::string& path() const { return path_; }
+  // Counts the openings of the directory: what was read from it once may be kept while this stays
+  // the same (a changed or racy directory is reopened, and that changes it). 0 while not open.
+  std::uint64_t generation() const { return dir_fd_ >= 0 ? generation_ : 0; }
   // Descriptors held now: the directory's and its open files'.
   std::size_t descriptors() const;
   // Files opened (open + read) and files re-read with a kept descriptor (pread) since the last call.
@@ -137,8 +142,10 @@ class KeptDir {
   };
   void close_all();
   Result<int> file_fd(const char* name, bool reopen);
-  // The file into buf (a page: sysfs attributes are at most one); its length.
-  Result<std::size_t> read_page(const char* name, char* buf, std::size_t cap);
+  // The file into buf (a page: sysfs attributes are at most one); its length. slot: where the
+  // caller keeps the file's descriptor by index (-1 until opened), updated when it is (re)opened.
+  Result<std::size_t> read_page(const char* name, char* buf, std::size_t cap, int* slot = nullptr);
+  Result<std::uint64_t> u64_of_page(const char* name, int* slot);
 
   std::string path_;
   int racy_seconds_;
@@ -149,7 +156,9 @@ class KeptDir {
   bool racy_ = true;
   std::unordered_map<std::string, int, NameHash, std::equal_to<>> files_;
   std::vector<std::string> names_;
+  std::vector<int> name_fds_;  // by index in names_, -1 until opened; owned by files_
   bool listed_ = false;
+  std::uint64_t generation_ = 0;
   std::uint64_t opens_ = 0;
   std::uint64_t preads_ = 0;
 };
