@@ -68,7 +68,8 @@ struct DiscoveryOptions {
 // (sysfs::DirIdentity: a device registered again is a new directory) and have been still for
 // sysfs::KeptDir::kRacySeconds; a device whose walk met a problem is walked again at each scrape.
 // The netdevs can change under a live device (bonds, renames, RoCE GID bindings): they are
-// resolved at every scrape. Thread-safe.
+// resolved at every scrape, from device/net's listing kept with the walk while the directory and
+// each entry keep their identity. Thread-safe.
 class Discoverer {
  public:
   explicit Discoverer(DiscoveryOptions opts);  // throws std::regex_error on bad patterns

@@ -154,12 +154,14 @@ Result<std::string> read_link_basename(const std::string& path) {
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
 bool DirIdentity::operator==(const DirIdentity& o) const {
-  return dev == o.dev && ino == o.ino && mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec &&
+  return dev == o.dev && ino == o.ino && nlink == o.nlink && mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec &&
          ctime.tv_sec == o.ctime.tv_sec && ctime.tv_nsec == o.ctime.tv_nsec;
 }
 
 namespace {
-DirIdentity identity_of(const struct stat& st) { return DirIdentity{st.st_dev, st.st_ino, st.st_mtim, st.st_ctim}; }
+DirIdentity identity_of(const struct stat& st) {
+  return DirIdentity{st.st_dev, st.st_ino, st.st_nlink, st.st_mtim, st.st_ctim};
+}
 }  // namespace
 
 Result<DirIdentity> DirIdentity::of(const std::string& path) {

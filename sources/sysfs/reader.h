@@ -55,18 +55,22 @@ class Dir {
   // Entries, sorted by name, as list_dir().
   Result<std::vector<DirEntry>> list() const;
   const std::string& path() const { return path_; }
+  int fd() const { return fd_; }
 
  private:
   int fd_ = -1;
   std::string path_;
 };
 
-// What a directory is, as far as a cache of what was read in it can tell: device, inode, change
-// and modification times. Creating, removing or renaming an entry changes a directory's mtime and
-// ctime on tmpfs and on kernfs alike; a device registered again is a new kernfs node (new inode).
+// What a directory is, as far as a cache of what was read in it can tell: device, inode, link
+// count, change and modification times. Creating, removing or renaming an entry changes a
+// directory's mtime and ctime on tmpfs and on kernfs alike; a device registered again is a new
+// kernfs node (new inode). The link count is the number of subdirectories + 2 on both, so a
+// subdirectory added or removed is seen even where a directory's times are not kept.
 struct DirIdentity {
   dev_t dev = 0;
   ino_t ino = 0;
+  nlink_t nlink = 0;
   timespec mtime{};
   timespec ctime{};
   bool operator==(const DirIdentity& o) const;
