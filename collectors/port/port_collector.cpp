@@ -106,10 +106,15 @@ class PortCollector final : public exporter::Collector {
   }
 
  private:
+  // The device's directory, checked against the identity discovery stat'ed in this scrape where it has one.
+  sysfs::KeptDir& device_dir(const model::DeviceModel& dev) {
+    return kept_.at(dev.path, nullptr, dev.identity ? &*dev.identity : nullptr);
+  }
+
   void collect_device(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev, DeviceState& st,
                       MetricSink& out) {
     sysfs::DeviceAttributes& a = st.attributes;
-    sysfs::read_device_attributes(kept_.at(dev.path), a);
+    sysfs::read_device_attributes(device_dir(dev), a);
     for (auto [name, err] : {std::pair{"node_type", a.node_type.error}, {"node_guid", a.node_guid.error},
                              {"sys_image_guid", a.sys_image_guid.error}, {"fw_ver", a.fw_ver.error}})
       if (err != ReadError::kNone) ctx.errors.report_read(err, dev.path + "/" + name);
@@ -147,7 +152,7 @@ class PortCollector final : public exporter::Collector {
     }
 
     // The device's directory, refreshed by collect_device: the port's stats look up from it.
-    sysfs::KeptDir& attrs = kept_.at(port.path, &kept_.at(dev.path));
+    sysfs::KeptDir& attrs = kept_.at(port.path, &device_dir(dev), port.identity ? &*port.identity : nullptr);
     auto a = sysfs::read_port_attributes(attrs);
     auto gauge_if = [&](const char* file, const char* name, const char* help, const auto& r, auto value_of) {
       if (r.ok()) out.gauge(base, name, help, static_cast<double>(value_of(r.value)));

@@ -237,6 +237,7 @@ std::shared_ptr<const HostModel> Discoverer::discover() const {
       continue;
     }
     std::shared_ptr<const Walked> w;
+    bool trusted = true;  // the walk's identities are all taken and current
     if (auto it = walked_.find(name); it != walked_.end() && it->second->still(opts_.racy_seconds)) w = it->second;
     if (!w) {
       auto fresh = std::make_shared<Walked>();
@@ -279,11 +280,16 @@ std::shared_ptr<const HostModel> Discoverer::discover() const {
         else host->issues.push_back({port.path + "/link_layer", ll.error}), keep = false;
       }
       w = fresh;
+      trusted = keep;
       if (keep) walked.emplace(name, w);
     } else {
       walked.emplace(name, w);
     }
     DeviceModel dev = w->dev;
+    if (trusted) {
+      dev.identity = w->ids[0];
+      for (std::size_t i = 0; i < dev.ports.size(); ++i) dev.ports[i].identity = w->ids[2 + i];
+    }
     std::vector<FunctionNetdev> fresh_netdevs;
     if (!w->netdevs || !w->netdevs->still(w->dir.fd(), opts_.racy_seconds))
       w->netdevs = NetdevListing::read(dev.path, opts_.racy_seconds, fresh_netdevs);

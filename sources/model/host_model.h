@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
@@ -32,6 +33,10 @@ struct PortModel {
   std::string path;          // <sysfs>/class/infiniband/<dev>/ports/<n>
   LinkLayer link_layer = LinkLayer::kUnknown;
   std::vector<NetdevRef> netdevs;
+  // The directory's identity as this scrape's discovery stat'ed it, where the device's walk is
+  // trusted (its directories still for the racy window): a reader that keeps the directory open
+  // compares this instead of stat'ing the path again. Unset otherwise.
+  std::optional<sysfs::DirIdentity> identity;
 };
 
 struct DeviceModel {
@@ -39,6 +44,7 @@ struct DeviceModel {
   std::string path;    // <sysfs>/class/infiniband/<dev>
   std::string driver;  // "mlx5", "rxe", "bnxt_re", ... or "unknown"
   std::vector<PortModel> ports;
+  std::optional<sysfs::DirIdentity> identity;  // as PortModel::identity
 };
 
 // A problem met during discovery, for the scrape's error accounting.

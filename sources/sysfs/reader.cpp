@@ -198,15 +198,21 @@ void KeptDir::close_all() {
   dir_fd_ = -1;
 }
 
-ReadError KeptDir::refresh(const KeptDir* parent) {
+ReadError KeptDir::refresh(const KeptDir* parent, const DirIdentity* known) {
   const std::string_view above = parent ? std::string_view(parent->path_) : std::string_view();
   const bool below = parent && parent->dir_fd_ >= 0 && path_.size() > above.size() + 1 &&
                      path_.starts_with(above) && path_[above.size()] == '/';
-  auto now_id = below ? DirIdentity::of(parent->dir_fd_, path_.c_str() + above.size() + 1) : DirIdentity::of(path_);
+  if (below && dir_fd_ < 0 && dir_error_ == ReadError::kNotFound && absent_under_ == parent->generation())
+    return dir_error_;
+  absent_under_ = 0;
+  auto now_id = known       ? Result<DirIdentity>::success(*known)
+                : below     ? DirIdentity::of(parent->dir_fd_, path_.c_str() + above.size() + 1)
+                            : DirIdentity::of(path_);
   if (!now_id) {
     dir_errno_ = now_id.sys_errno;
     dir_error_ = now_id.error;
     close_all();
+    if (below && dir_error_ == ReadError::kNotFound) absent_under_ = parent->generation();
     return dir_error_;
   }
   if (dir_fd_ >= 0 && !racy_ && now_id.value == identity_) return ReadError::kNone;
@@ -331,7 +337,7 @@ Result<std::uint64_t> KeptDir::u64_of_page(const char* name, int* slot) {
 
 Result<std::string> KeptDir::read_attribute(const char* name) { return attribute_of(read_file(name)); }
 
-KeptDir& KeptDirs::at(const std::string& path, const KeptDir* parent) {
+KeptDir& KeptDirs::at(const std::string& path, const KeptDir* parent, const DirIdentity* known) {
   KeptDir* dir;
   bool first;
   {
@@ -341,7 +347,7 @@ KeptDir& KeptDirs::at(const std::string& path, const KeptDir* parent) {
     first = !std::exchange(e.used, true);
     dir = e.dir.get();
   }
-  if (first) dir->refresh(parent);  // its error is the directory's: reads answer it
+  if (first) dir->refresh(parent, known);  // its error is the directory's: reads answer it
   return *dir;
 }
 

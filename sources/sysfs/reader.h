@@ -121,7 +121,11 @@ class KeptDir {
   // parent: a directory above this one, refreshed in this scrape: the stat looks the rest of the
   // path up from its descriptor (a component or two instead of the whole path: on a 16-HCA host
   // the path walks of these stats cost more than the preads of all counters).
-  ReadError refresh(const KeptDir* parent = nullptr);
+  // A directory found absent under a parent that has not been reopened since is still absent
+  // (an entry added changes the parent's identity): it is not looked up again.
+  // known: the directory's identity as stat'ed in this scrape already (model::PortModel::identity),
+  // compared instead of a stat of its own.
+  ReadError refresh(const KeptDir* parent = nullptr, const DirIdentity* known = nullptr);
   // Entry names, sorted, listed once per opening of the directory (valid until the next refresh()).
   Result<const std::vector<std::string>*> names();
   Result<std::string> read_file(const char* name);
@@ -163,6 +167,7 @@ class KeptDir {
   std::vector<int> name_fds_;  // by index in names_, -1 until opened; owned by files_
   bool listed_ = false;
   std::uint64_t generation_ = 0;
+  std::uint64_t absent_under_ = 0;  // the parent's generation() when this was found absent in it
   std::uint64_t opens_ = 0;
   std::uint64_t preads_ = 0;
 };
@@ -173,7 +178,7 @@ class KeptDir {
 class KeptDirs {
  public:
   // The directory, refreshed on its first use since the last sweep(); parent as in KeptDir::refresh.
-  KeptDir& at(const std::string& path, const KeptDir* parent = nullptr);
+  KeptDir& at(const std::string& path, const KeptDir* parent = nullptr, const DirIdentity* known = nullptr);
   void sweep();
   std::size_t descriptors() const;
 

@@ -171,6 +171,24 @@ TEST_CASE("Device attributes fixed for the device's lifetime are read once per o
   CHECK(k.take_counts() == std::pair<std::uint64_t, std::uint64_t>{8, 0});
 }
 
+TEST_CASE("KeptDir absent under a parent is looked up again once the parent has changed") {
+  TempTree t("kept");
+  t.write("p/a", "1\n");
+  const std::string parent_path = t.root() + "/p";
+  age(parent_path);
+  KeptDir parent(parent_path, 0);
+  KeptDir child(parent_path + "/c", 0);
+  REQUIRE(parent.refresh() == ReadError::kNone);
+  CHECK(child.refresh(&parent) == ReadError::kNotFound);
+  REQUIRE(parent.refresh() == ReadError::kNone);
+  CHECK(child.refresh(&parent) == ReadError::kNotFound);  // the parent unchanged: not looked up
+  t.write("p/c/x", "9\n");  // p changes: reopened at its refresh, and the child looked up
+  age(parent_path);
+  REQUIRE(parent.refresh() == ReadError::kNone);
+  REQUIRE(child.refresh(&parent) == ReadError::kNone);
+  CHECK(child.read_u64("x").value == 9);
+}
+
 TEST_CASE("KeptDirs closes the directories a scrape did not ask for") {
   TempTree t("kept");
   t.write("d1/a", "1\n");
