@@ -190,9 +190,10 @@ struct Discoverer::Walked {
   // device/net as last listed; changed under Discoverer::mu_.
   mutable std::optional<NetdevListing> netdevs;
 
-  // Whether the walk still holds: the device's path names the directory it was walked in, and
-  // ports/ and each port (looked up from that directory) have the identities they had.
-  bool still(int racy_seconds) const;
+  // Whether the walk still holds: the device's name in class/infiniband (class_fd) names the
+  // directory it was walked in, and ports/ and each port (looked up from that directory) have
+  // the identities they had.
+  bool still(int class_fd, int racy_seconds) const;
 };
 
 namespace {
@@ -207,10 +208,10 @@ bool add_settled(std::vector<sysfs::DirIdentity>& ids, int dir_fd, const char* r
 
 }  // namespace
 
-bool Discoverer::Walked::still(int racy_seconds) const {
+bool Discoverer::Walked::still(int class_fd, int racy_seconds) const {
   std::vector<sysfs::DirIdentity> now;
   now.reserve(ids.size());
-  if (!add_settled(now, AT_FDCWD, dev.path.c_str(), racy_seconds) || now.back() != ids[0] ||
+  if (!add_settled(now, class_fd, dev.name.c_str(), racy_seconds) || now.back() != ids[0] ||
       !add_settled(now, dir.fd(), "ports", racy_seconds))
     return false;
   for (const auto& p : dev.ports)
@@ -223,7 +224,9 @@ std::shared_ptr<const HostModel> Discoverer::discover() const {
   host->sysfs_root = opts_.sysfs_root;
   const std::string class_dir = opts_.sysfs_root + "/class/infiniband";
   std::lock_guard lock(mu_);
-  auto devs = sysfs::list_names(class_dir);
+  // Listed, and each device's name looked up, through one descriptor of the directory.
+  auto cls = sysfs::Dir::open(class_dir);
+  auto devs = cls ? cls.value.names() : Result<std::vector<std::string>>::failure(cls.error, cls.sys_errno);
   if (!devs) {
     // No RDMA subsystem at all is normal (not an issue); anything else is.
     if (devs.error != ReadError::kNotFound) host->issues.push_back({class_dir, devs.error});
@@ -238,7 +241,8 @@ std::shared_ptr<const HostModel> Discoverer::discover() const {
     }
     std::shared_ptr<const Walked> w;
     bool trusted = true;  // the walk's identities are all taken and current
-    if (auto it = walked_.find(name); it != walked_.end() && it->second->still(opts_.racy_seconds)) w = it->second;
+    if (auto it = walked_.find(name); it != walked_.end() && it->second->still(cls.value.fd(), opts_.racy_seconds))
+      w = it->second;
     if (!w) {
       auto fresh = std::make_shared<Walked>();
       DeviceModel& dev = fresh->dev;

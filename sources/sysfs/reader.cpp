@@ -124,6 +124,18 @@ Result<std::vector<DirEntry>> list_at(int dir_fd, bool kind = true) {
 
 Result<std::vector<DirEntry>> Dir::list() const { return list_at(fd_); }
 
+namespace {
+Result<std::vector<std::string>> names_of(Result<std::vector<DirEntry>> r) {
+  if (!r) return Result<std::vector<std::string>>::failure(r.error, r.sys_errno);
+  std::vector<std::string> names;
+  names.reserve(r.value.size());
+  for (auto& e : r.value) names.push_back(std::move(e.name));
+  return Result<std::vector<std::string>>::success(std::move(names));
+}
+}  // namespace
+
+Result<std::vector<std::string>> Dir::names() const { return names_of(list_at(fd_, false)); }
+
 Result<std::vector<DirEntry>> list_dir(const std::string& path) {
   DIR* d = ::opendir(path.c_str());
   if (!d) return Result<std::vector<DirEntry>>::failure(classify_errno(errno), errno);
@@ -133,12 +145,7 @@ Result<std::vector<DirEntry>> list_dir(const std::string& path) {
 Result<std::vector<std::string>> list_names(const std::string& path) {
   DIR* d = ::opendir(path.c_str());
   if (!d) return Result<std::vector<std::string>>::failure(classify_errno(errno), errno);
-  auto r = list_dir_stream(d, false);
-  if (!r) return Result<std::vector<std::string>>::failure(r.error, r.sys_errno);
-  std::vector<std::string> names;
-  names.reserve(r.value.size());
-  for (auto& e : r.value) names.push_back(std::move(e.name));
-  return Result<std::vector<std::string>>::success(std::move(names));
+  return names_of(list_dir_stream(d, false));
 }
 
 Result<std::string> read_link_basename(const std::string& path) {

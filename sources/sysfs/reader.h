@@ -54,6 +54,8 @@ class Dir {
   Result<std::uint64_t> read_u64(const char* name) const;
   // Entries, sorted by name, as list_dir().
   Result<std::vector<DirEntry>> list() const;
+  // Names only, sorted, as list_names().
+  Result<std::vector<std::string>> names() const;
   const std::string& path() const { return path_; }
   int fd() const { return fd_; }
 
