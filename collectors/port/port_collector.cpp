@@ -63,6 +63,11 @@ struct PortState {
 // lifetime are read once per opening of its directory (sysfs::read_device_attributes).
 struct DeviceState {
   sysfs::DeviceAttributes attributes;
+  // rdma_device_info's labels, rendered again only when an attribute can have changed: the fixed
+  // ones were read again (another generation), or fw_ver or node_desc differ.
+  LabelSet info;
+  std::uint64_t info_generation = 0;
+  std::string info_fw_ver, info_node_desc;
   bool used = false;
 };
 
@@ -121,18 +126,27 @@ class PortCollector final : public exporter::Collector {
     for (auto [name, err] : {std::pair{"hca_type", a.hca_type.error}, {"hw_rev", a.hw_rev.error},
                              {"board_id", a.board_id.error}, {"node_desc", a.node_desc.error}})
       report_unless_absent(ctx.errors, err, dev.path + "/" + name);
-    out.info("rdma_device_info",
-             "RDMA device attributes: driver, node type, firmware, HCA type, board, GUIDs, node description. Always 1.",
-             {{"device", dev.name},
-              {"driver", dev.driver},
-              {"node_type", text_or_empty(a.node_type)},
-              {"fw_ver", text_or_empty(a.fw_ver)},
-              {"hca_type", text_or_empty(a.hca_type)},
-              {"hw_rev", text_or_empty(a.hw_rev)},
-              {"board_id", text_or_empty(a.board_id)},
-              {"node_guid", text_or_empty(a.node_guid)},
-              {"sys_image_guid", text_or_empty(a.sys_image_guid)},
-              {"node_desc", text_or_empty(a.node_desc)}});
+    std::string fw_ver = text_or_empty(a.fw_ver), node_desc = text_or_empty(a.node_desc);
+    if (a.generation == 0 || a.generation != st.info_generation || fw_ver != st.info_fw_ver ||
+        node_desc != st.info_node_desc) {
+      st.info = LabelSet({{"device", dev.name},
+                          {"driver", dev.driver},
+                          {"node_type", text_or_empty(a.node_type)},
+                          {"fw_ver", fw_ver},
+                          {"hca_type", text_or_empty(a.hca_type)},
+                          {"hw_rev", text_or_empty(a.hw_rev)},
+                          {"board_id", text_or_empty(a.board_id)},
+                          {"node_guid", text_or_empty(a.node_guid)},
+                          {"sys_image_guid", text_or_empty(a.sys_image_guid)},
+                          {"node_desc", node_desc}});
+      st.info_generation = a.generation;
+      st.info_fw_ver = std::move(fw_ver);
+      st.info_node_desc = std::move(node_desc);
+    }
+    out.gauge_u64(st.info, "rdma_device_info",
+                  "RDMA device attributes: driver, node type, firmware, HCA type, board, GUIDs, node description. "
+                  "Always 1.",
+                  1);
   }
 
   void collect_port(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev, const model::PortModel& port,
