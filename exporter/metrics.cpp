@@ -37,13 +37,20 @@ std::string_view intern(std::string_view s) {
 }  // namespace
 
 MetricFamily& MetricSink::family(std::string_view name, MetricType type, std::string_view help) {
-  auto it = index_.find(name);
-  if (it != index_.end()) {
-    auto& f = families_[it->second];
+  Recent& recent = recent_[(reinterpret_cast<std::uintptr_t>(name.data()) >> 3) % kRecent];
+  std::size_t index = recent.index;
+  if (recent.name != name.data() || index >= families_.size() || families_[index].name != name) {
+    auto it = index_.find(name);
+    index = it != index_.end() ? it->second : families_.size();
+  }
+  if (index < families_.size()) {
+    recent = Recent{name.data(), index};
+    auto& f = families_[index];
     if (f.type != type) throw std::logic_error("metric " + std::string(name) + " declared with two types");
     return f;
   }
   const std::string_view stable_name = intern(name);
+  recent = Recent{name.data(), families_.size()};
   index_.emplace(stable_name, families_.size());
   families_.push_back(MetricFamily{stable_name, intern(help), type, {}});
   families_.back().samples.reserve(expect_per_family_);
@@ -98,6 +105,7 @@ void MetricSink::append(MetricSink&& other) {
   for (auto& r : other.rendered_) rendered_.push_back(std::move(r));
   other.families_.clear();
   other.index_.clear();
+  other.recent_ = {};
   other.rendered_.clear();
 }
 

@@ -3,6 +3,7 @@
 // digits, which turns 2^64-1 into 1.844674407370955e+19; we print the integer itself).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -130,6 +131,15 @@ class MetricSink {
   std::size_t expect_per_family_ = 0;
   std::vector<std::shared_ptr<const std::string>> rendered_;
   std::unordered_map<std::string_view, std::size_t, Hash, std::equal_to<>> index_;  // keys interned
+  // Families by the address of the name they were last asked with (collectors pass literals and
+  // static tables): a hit costs a compare instead of hashing the name; the name is compared all
+  // the same, so a buffer reused for another name only misses.
+  struct Recent {
+    const char* name = nullptr;
+    std::size_t index = 0;
+  };
+  static constexpr std::size_t kRecent = 128;
+  std::array<Recent, kRecent> recent_{};
 };
 
 }  // namespace rdma::exporter

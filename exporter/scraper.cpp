@@ -365,8 +365,10 @@ std::shared_ptr<const std::string> Scraper::scrape_text(std::optional<Duration> 
   try {
     auto sink = collect(client_timeout);
     auto rendered = std::make_shared<std::string>();
-    rendered->reserve(64 * 1024);
+    const std::size_t last = last_text_size_.load(std::memory_order_relaxed);
+    rendered->reserve(std::max<std::size_t>(64 * 1024, last + last / 8));
     write_text(sink, *rendered);
+    last_text_size_.store(rendered->size(), std::memory_order_relaxed);
     text = std::move(rendered);
   } catch (...) {
     error = std::current_exception();

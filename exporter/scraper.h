@@ -128,6 +128,9 @@ class Scraper {
   std::mutex flight_mu_;
   std::condition_variable flight_cv_;
   std::shared_ptr<Flight> flight_;
+  // The last text's length: the next is reserved a little larger, so that it is written without
+  // regrowing (copying, and faulting in fresh pages for, the text once or twice a scrape).
+  std::atomic<std::size_t> last_text_size_{0};
 };
 
 }  // namespace rdma::exporter

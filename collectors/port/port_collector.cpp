@@ -59,6 +59,18 @@ struct PortState {
   bool used = false;
 };
 
+// What a device keeps between scrapes: its attributes, of which those fixed for the device's
+// lifetime are read once per opening of its directory (sysfs::read_device_attributes).
+struct DeviceState {
+  sysfs::DeviceAttributes attributes;
+  // rdma_device_info's labels, rendered again only when an attribute can have changed: the fixed
+  // ones were read again (another generation), or fw_ver or node_desc differ.
+  LabelSet info;
+  std::uint64_t info_generation = 0;
+  std::string info_fw_ver, info_node_desc;
+  bool used = false;
+};
+
 class PortCollector final : public exporter::Collector {
  public:
   PortCollector(bool use_verbs, CountersSource source) : use_verbs_(use_verbs), source_(source) {}
@@ -69,19 +81,21 @@ class PortCollector final : public exporter::Collector {
     // fixture tree or a driver answering from memory), the devices are read on this thread.
     const bool slow = last_work_ns_.load(std::memory_order_relaxed) > kThreadsWorthNs;
     // The ports' kept state is found or made here, on one thread; the device threads only read the map.
-    for (const auto& dev : ctx.host.devices)
+    for (const auto& dev : ctx.host.devices) {
+      devices_[dev.path].used = true;
       for (const auto& port : dev.ports) {
         auto [it, fresh] = ports_.try_emplace(port.path);
         if (fresh) it->second = PortState(dev, port);
         it->second.used = true;
       }
+    }
     // Most of the port families have one sample per port (a few have two).
     out.expect_per_family(ports_.size());
     std::atomic<std::uint64_t> work_ns{0};
     exporter::for_each_parallel(ctx.host.devices, slow ? kMaxThreads : 1, out,
                                 [&](const model::DeviceModel& dev, MetricSink& s) {
                                   const auto t0 = std::chrono::steady_clock::now();
-                                  collect_device(ctx, dev, s);
+                                  collect_device(ctx, dev, devices_.at(dev.path), s);
                                   for (const auto& port : dev.ports) collect_port(ctx, dev, port, ports_.at(port.path), s);
                                   work_ns += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                                             std::chrono::steady_clock::now() - t0)
@@ -92,29 +106,47 @@ class PortCollector final : public exporter::Collector {
     mad_.sweep();
     for (auto it = ports_.begin(); it != ports_.end();)
       it = std::exchange(it->second.used, false) ? std::next(it) : ports_.erase(it);
+    for (auto it = devices_.begin(); it != devices_.end();)
+      it = std::exchange(it->second.used, false) ? std::next(it) : devices_.erase(it);
   }
 
  private:
-  void collect_device(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev, MetricSink& out) {
-    auto a = sysfs::read_device_attributes(kept_.at(dev.path));
+  // The device's directory, checked against the identity discovery stat'ed in this scrape where it has one.
+  sysfs::KeptDir& device_dir(const model::DeviceModel& dev) {
+    return kept_.at(dev.path, nullptr, dev.identity ? &*dev.identity : nullptr);
+  }
+
+  void collect_device(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev, DeviceState& st,
+                      MetricSink& out) {
+    sysfs::DeviceAttributes& a = st.attributes;
+    sysfs::read_device_attributes(device_dir(dev), a);
     for (auto [name, err] : {std::pair{"node_type", a.node_type.error}, {"node_guid", a.node_guid.error},
                              {"sys_image_guid", a.sys_image_guid.error}, {"fw_ver", a.fw_ver.error}})
       if (err != ReadError::kNone) ctx.errors.report_read(err, dev.path + "/" + name);
     for (auto [name, err] : {std::pair{"hca_type", a.hca_type.error}, {"hw_rev", a.hw_rev.error},
                              {"board_id", a.board_id.error}, {"node_desc", a.node_desc.error}})
       report_unless_absent(ctx.errors, err, dev.path + "/" + name);
-    out.info("rdma_device_info",
-             "RDMA device attributes: driver, node type, firmware, HCA type, board, GUIDs, node description. Always 1.",
-             {{"device", dev.name},
-              {"driver", dev.driver},
-              {"node_type", text_or_empty(a.node_type)},
-              {"fw_ver", text_or_empty(a.fw_ver)},
-              {"hca_type", text_or_empty(a.hca_type)},
-              {"hw_rev", text_or_empty(a.hw_rev)},
-              {"board_id", text_or_empty(a.board_id)},
-              {"node_guid", text_or_empty(a.node_guid)},
-              {"sys_image_guid", text_or_empty(a.sys_image_guid)},
-              {"node_desc", text_or_empty(a.node_desc)}});
+    std::string fw_ver = text_or_empty(a.fw_ver), node_desc = text_or_empty(a.node_desc);
+    if (a.generation == 0 || a.generation != st.info_generation || fw_ver != st.info_fw_ver ||
+        node_desc != st.info_node_desc) {
+      st.info = LabelSet({{"device", dev.name},
+                          {"driver", dev.driver},
+                          {"node_type", text_or_empty(a.node_type)},
+                          {"fw_ver", fw_ver},
+                          {"hca_type", text_or_empty(a.hca_type)},
+                          {"hw_rev", text_or_empty(a.hw_rev)},
+                          {"board_id", text_or_empty(a.board_id)},
+                          {"node_guid", text_or_empty(a.node_guid)},
+                          {"sys_image_guid", text_or_empty(a.sys_image_guid)},
+                          {"node_desc", node_desc}});
+      st.info_generation = a.generation;
+      st.info_fw_ver = std::move(fw_ver);
+      st.info_node_desc = std::move(node_desc);
+    }
+    out.gauge_u64(st.info, "rdma_device_info",
+                  "RDMA device attributes: driver, node type, firmware, HCA type, board, GUIDs, node description. "
+                  "Always 1.",
+                  1);
   }
 
   void collect_port(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev, const model::PortModel& port,
@@ -134,7 +166,7 @@ class PortCollector final : public exporter::Collector {
     }
 
     // The device's directory, refreshed by collect_device: the port's stats look up from it.
-    sysfs::KeptDir& attrs = kept_.at(port.path, &kept_.at(dev.path));
+    sysfs::KeptDir& attrs = kept_.at(port.path, &device_dir(dev), port.identity ? &*port.identity : nullptr);
     auto a = sysfs::read_port_attributes(attrs);
     auto gauge_if = [&](const char* file, const char* name, const char* help, const auto& r, auto value_of) {
       if (r.ok()) out.gauge(base, name, help, static_cast<double>(value_of(r.value)));
@@ -196,7 +228,7 @@ class PortCollector final : public exporter::Collector {
     auto& values = st.values;
     values.clear();
     if (names)
-      for (const auto& name : *names.value) values.push_back(kept.read_u64(name.c_str()));
+      for (std::size_t i = 0; i < names.value->size(); ++i) values.push_back(kept.read_u64_at(i));
     // Kernels before 4.20 create counters/ for a device without a PMA too (i40iw) and print
     // "N/A (no PMA)" in every file: like a missing directory, that is what the port is.
     bool all_not_available = names.ok() && !values.empty();
@@ -225,8 +257,10 @@ class PortCollector final : public exporter::Collector {
   void collect_legacy(const exporter::ScrapeContext& ctx, const PortState& st, sysfs::KeptDir& kept, MetricSink& out) {
     auto names = kept.names();
     if (!names) return report_unless_absent(ctx.errors, names.error, st.legacy_path);
-    for (const auto& name : *names.value)
-      emit_counter(ctx, st.legacy_path, name, kept.read_u64(name.c_str()), find_legacy_counter(name), 64, st.base, out);
+    for (std::size_t i = 0; i < names.value->size(); ++i) {
+      const std::string& name = (*names.value)[i];
+      emit_counter(ctx, st.legacy_path, name, kept.read_u64_at(i), find_legacy_counter(name), 64, st.base, out);
+    }
   }
 
   // The port's counters from its PMA agent with MADs, where the source setting allows and the port
@@ -320,6 +354,7 @@ class PortCollector final : public exporter::Collector {
   // they are reopened): 9 descriptors per device, 6 + 1 + one per counters/ file (22 on mlx5) per port.
   sysfs::KeptDirs kept_;
   std::unordered_map<std::string, PortState> ports_;  // by port path; ports gone are dropped
+  std::unordered_map<std::string, DeviceState> devices_;  // by device path; devices gone are dropped
   verbs::PortAttributeReader verbs_;
 };
 

@@ -1,5 +1,7 @@
 #include "sources/model/host_model.h"
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <array>
 #include <optional>
@@ -38,24 +40,61 @@ void add_netdev(std::vector<NetdevRef>& out, std::string name, std::string_view 
   out.push_back(NetdevRef{std::move(name), std::string(via)});
 }
 
-// The netdevs of the device's parent function (device/net), read once per device; dev_port
-// only matters, and is only read, when the function has several (mlx4 dual-port, IPoIB children).
+// The netdevs of the device's parent function (device/net); dev_port only matters, and is only
+// read, when the function has several (mlx4 dual-port, IPoIB children).
 struct FunctionNetdev {
   std::string name;
   std::optional<std::uint64_t> dev_port;
 };
-std::vector<FunctionNetdev> function_netdevs(const std::string& dev_path) {
-  std::vector<FunctionNetdev> out;
-  auto nets = sysfs::list_names(dev_path + "/device/net");
-  if (!nets) return out;
-  for (auto& n : nets.value) {
-    FunctionNetdev f{n, std::nullopt};
-    if (nets.value.size() > 1)
-      if (auto dp = sysfs::read_u64(dev_path + "/device/net/" + n + "/dev_port")) f.dev_port = dp.value;
-    out.push_back(std::move(f));
+
+// device/net as listed, kept with the device's walk while it is the same: its identity (a
+// netdev added or removed changes its link count, as each is a directory) and each entry's inode
+// (a netdev renamed is a name gone; two swapped are two inodes moved). A rename need not change
+// a kernfs directory's times, so the entries are checked one by one: for a PF with one netdev,
+// two stats instead of opening, listing and closing the directory at every scrape.
+struct NetdevListing {
+  sysfs::Dir dir;
+  sysfs::DirIdentity id;
+  std::vector<FunctionNetdev> list;
+  std::vector<ino_t> inos;  // by index in list
+
+  bool still(int dev_fd, int racy_seconds) const {
+    auto now = sysfs::DirIdentity::of(dev_fd, "device/net");
+    if (!now || !(now.value == id) || !now.value.settled(racy_seconds)) return false;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      auto e = sysfs::DirIdentity::of(dir.fd(), list[i].name.c_str());
+      if (!e || e.value.ino != inos[i]) return false;
+    }
+    return true;
   }
-  return out;
-}
+
+  // nullopt where the directory cannot be kept (absent, unreadable, changed within the racy
+  // window): the list is then in `out` only.
+  static std::optional<NetdevListing> read(const std::string& dev_path, int racy_seconds,
+                                           std::vector<FunctionNetdev>& out) {
+    out.clear();
+    const std::string path = dev_path + "/device/net";
+    auto dir = sysfs::Dir::open(path);
+    if (!dir) return std::nullopt;
+    auto id = sysfs::DirIdentity::of(dir.value.fd());  // before the listing: a change during it is seen next time
+    auto nets = sysfs::list_names(path);
+    if (!nets) return std::nullopt;
+    bool keep = id.ok() && id.value.settled(racy_seconds);
+    NetdevListing l{std::move(dir.value), id.ok() ? id.value : sysfs::DirIdentity{}, {}, {}};
+    for (auto& n : nets.value) {
+      FunctionNetdev f{n, std::nullopt};
+      if (nets.value.size() > 1)
+        if (auto dp = sysfs::read_u64(path + "/" + n + "/dev_port")) f.dev_port = dp.value;
+      auto e = sysfs::DirIdentity::of(l.dir.fd(), n.c_str());
+      keep = keep && e.ok();
+      l.inos.push_back(e.ok() ? e.value.ino : 0);
+      out.push_back(std::move(f));
+    }
+    if (!keep) return std::nullopt;
+    l.list = out;
+    return l;
+  }
+};
 
 // A bonding master's slaves (class/net/<bond>/bonding/slaves: "ens2f0np0 ens2f1np1"), in the
 // kernel's order (none while it has none); nullopt for any other netdev.
@@ -139,42 +178,55 @@ bool Discoverer::selected(const std::string& device) const {
   return true;
 }
 
-// A device as walked: the model less the netdevs, the rxe parent, and the identities of the
-// directories it was read from, taken before they were read (a change during the walk is seen next time).
+// A device as walked: the model less the netdevs, the rxe parent, its directory kept open (the
+// next scrape's checks of ports/, each port and device/net look up from it, a component or two
+// instead of the whole path), and the identities of the directories it was read from, taken
+// before they were read (a change during the walk is seen next time).
 struct Discoverer::Walked {
   DeviceModel dev;
   std::string rxe_parent;
+  sysfs::Dir dir;
   std::vector<sysfs::DirIdentity> ids;  // device, ports/, each port
+  // device/net as last listed; changed under Discoverer::mu_.
+  mutable std::optional<NetdevListing> netdevs;
+
+  // Whether the walk still holds: the device's name in class/infiniband (class_fd) names the
+  // directory it was walked in, and ports/ and each port (looked up from that directory) have
+  // the identities they had.
+  bool still(int class_fd, int racy_seconds) const;
 };
 
 namespace {
 // Appends the identity of a directory about to be read when it has been still long enough to
-// be trusted; false otherwise (or when it cannot be stat'ed).
-bool add_settled(std::vector<sysfs::DirIdentity>& ids, const std::string& path, int racy_seconds) {
-  auto id = sysfs::DirIdentity::of(path);
+// be trusted; false otherwise (or when it cannot be stat'ed). relative: looked up from dir_fd.
+bool add_settled(std::vector<sysfs::DirIdentity>& ids, int dir_fd, const char* relative, int racy_seconds) {
+  auto id = sysfs::DirIdentity::of(dir_fd, relative);
   if (!id || !id.value.settled(racy_seconds)) return false;
   ids.push_back(id.value);
   return true;
 }
 
-// The identities a walk of dev would take now (device, ports/, each port, in the model's order).
-std::optional<std::vector<sysfs::DirIdentity>> settled_ids(const DeviceModel& dev, int racy_seconds) {
-  std::vector<sysfs::DirIdentity> ids;
-  ids.reserve(dev.ports.size() + 2);
-  if (!add_settled(ids, dev.path, racy_seconds) || !add_settled(ids, dev.path + "/ports", racy_seconds))
-    return std::nullopt;
-  for (const auto& p : dev.ports)
-    if (!add_settled(ids, p.path, racy_seconds)) return std::nullopt;
-  return ids;
-}
 }  // namespace
+
+bool Discoverer::Walked::still(int class_fd, int racy_seconds) const {
+  std::vector<sysfs::DirIdentity> now;
+  now.reserve(ids.size());
+  if (!add_settled(now, class_fd, dev.name.c_str(), racy_seconds) || now.back() != ids[0] ||
+      !add_settled(now, dir.fd(), "ports", racy_seconds))
+    return false;
+  for (const auto& p : dev.ports)
+    if (!add_settled(now, dir.fd(), p.path.c_str() + dev.path.size() + 1, racy_seconds)) return false;
+  return now == ids;
+}
 
 std::shared_ptr<const HostModel> Discoverer::discover() const {
   auto host = std::make_shared<HostModel>();
   host->sysfs_root = opts_.sysfs_root;
   const std::string class_dir = opts_.sysfs_root + "/class/infiniband";
   std::lock_guard lock(mu_);
-  auto devs = sysfs::list_names(class_dir);
+  // Listed, and each device's name looked up, through one descriptor of the directory.
+  auto cls = sysfs::Dir::open(class_dir);
+  auto devs = cls ? cls.value.names() : Result<std::vector<std::string>>::failure(cls.error, cls.sys_errno);
   if (!devs) {
     // No RDMA subsystem at all is normal (not an issue); anything else is.
     if (devs.error != ReadError::kNotFound) host->issues.push_back({class_dir, devs.error});
@@ -188,10 +240,9 @@ std::shared_ptr<const HostModel> Discoverer::discover() const {
       continue;
     }
     std::shared_ptr<const Walked> w;
-    if (auto it = walked_.find(name); it != walked_.end()) {
-      auto now = settled_ids(it->second->dev, opts_.racy_seconds);
-      if (now && *now == it->second->ids) w = it->second;
-    }
+    bool trusted = true;  // the walk's identities are all taken and current
+    if (auto it = walked_.find(name); it != walked_.end() && it->second->still(cls.value.fd(), opts_.racy_seconds))
+      w = it->second;
     if (!w) {
       auto fresh = std::make_shared<Walked>();
       DeviceModel& dev = fresh->dev;
@@ -199,7 +250,13 @@ std::shared_ptr<const HostModel> Discoverer::discover() const {
       dev.path = class_dir + "/" + name;
       // Each identity is taken before its directory is read: a change during the walk is seen next time.
       const int racy = opts_.racy_seconds;
-      bool keep = add_settled(fresh->ids, dev.path, racy) && add_settled(fresh->ids, dev.path + "/ports", racy);
+      auto dir = sysfs::Dir::open(dev.path);
+      if (dir) fresh->dir = std::move(dir.value);
+      // The device's identity from the descriptor: what later scrapes stat the path against.
+      auto dev_id = dir ? sysfs::DirIdentity::of(fresh->dir.fd()) : Result<sysfs::DirIdentity>::failure(dir.error);
+      bool keep = dev_id && dev_id.value.settled(racy);
+      if (keep) fresh->ids.push_back(dev_id.value);
+      keep = keep && add_settled(fresh->ids, fresh->dir.fd(), "ports", racy);
       auto ports = sysfs::list_names(dev.path + "/ports");
       if (!ports) {
         host->issues.push_back({dev.path + "/ports", ports.error});  // vanished mid-walk, or broken
@@ -221,18 +278,26 @@ std::shared_ptr<const HostModel> Discoverer::discover() const {
       std::sort(dev.ports.begin(), dev.ports.end(),
                 [](const PortModel& a, const PortModel& b) { return a.number < b.number; });
       for (auto& port : dev.ports) {
-        keep = keep && add_settled(fresh->ids, port.path, racy);
+        keep = keep && add_settled(fresh->ids, fresh->dir.fd(), port.path.c_str() + dev.path.size() + 1, racy);
         auto ll = sysfs::read_attribute(port.path + "/link_layer");
         if (ll) port.link_layer = parse_link_layer(ll.value);
         else host->issues.push_back({port.path + "/link_layer", ll.error}), keep = false;
       }
       w = fresh;
+      trusted = keep;
       if (keep) walked.emplace(name, w);
     } else {
       walked.emplace(name, w);
     }
     DeviceModel dev = w->dev;
-    const auto function = function_netdevs(dev.path);
+    if (trusted) {
+      dev.identity = w->ids[0];
+      for (std::size_t i = 0; i < dev.ports.size(); ++i) dev.ports[i].identity = w->ids[2 + i];
+    }
+    std::vector<FunctionNetdev> fresh_netdevs;
+    if (!w->netdevs || !w->netdevs->still(w->dir.fd(), opts_.racy_seconds))
+      w->netdevs = NetdevListing::read(dev.path, opts_.racy_seconds, fresh_netdevs);
+    const auto& function = w->netdevs ? w->netdevs->list : fresh_netdevs;
     for (auto& port : dev.ports) resolve_netdevs(port, opts_.sysfs_root, w->rxe_parent, function);
     host->devices.push_back(std::move(dev));
   }

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
@@ -32,6 +33,10 @@ struct PortModel {
   std::string path;          // <sysfs>/class/infiniband/<dev>/ports/<n>
   LinkLayer link_layer = LinkLayer::kUnknown;
   std::vector<NetdevRef> netdevs;
+  // The directory's identity as this scrape's discovery stat'ed it, where the device's walk is
+  // trusted (its directories still for the racy window): a reader that keeps the directory open
+  // compares this instead of stat'ing the path again. Unset otherwise.
+  std::optional<sysfs::DirIdentity> identity;
 };
 
 struct DeviceModel {
@@ -39,6 +44,7 @@ struct DeviceModel {
   std::string path;    // <sysfs>/class/infiniband/<dev>
   std::string driver;  // "mlx5", "rxe", "bnxt_re", ... or "unknown"
   std::vector<PortModel> ports;
+  std::optional<sysfs::DirIdentity> identity;  // as PortModel::identity
 };
 
 // A problem met during discovery, for the scrape's error accounting.
@@ -68,7 +74,8 @@ struct DiscoveryOptions {
 // (sysfs::DirIdentity: a device registered again is a new directory) and have been still for
 // sysfs::KeptDir::kRacySeconds; a device whose walk met a problem is walked again at each scrape.
 // The netdevs can change under a live device (bonds, renames, RoCE GID bindings): they are
-// resolved at every scrape. Thread-safe.
+// resolved at every scrape, from device/net's listing kept with the walk while the directory and
+// each entry keep their identity. Thread-safe.
 class Discoverer {
  public:
   explicit Discoverer(DiscoveryOptions opts);  // throws std::regex_error on bad patterns

@@ -26,17 +26,22 @@ PortAttributes read_port_attributes(KeptDir& dir) {
   return a;
 }
 
-DeviceAttributes read_device_attributes(KeptDir& dir) {
-  DeviceAttributes a;
-  a.node_type = parse_attr<EnumValue>(dir, "node_type", parse_enum);
-  a.node_guid = parse_attr<std::string>(dir, "node_guid", parse_guid);
-  a.sys_image_guid = parse_attr<std::string>(dir, "sys_image_guid", parse_guid);
+void read_device_attributes(KeptDir& dir, DeviceAttributes& a) {
+  bool fixed_ok = true;
+  for (ReadError e : {a.node_type.error, a.node_guid.error, a.sys_image_guid.error, a.hca_type.error, a.hw_rev.error,
+                      a.board_id.error})
+    fixed_ok &= e == ReadError::kNone || e == ReadError::kNotFound;
+  if (a.generation == 0 || a.generation != dir.generation() || !fixed_ok) {
+    a.node_type = parse_attr<EnumValue>(dir, "node_type", parse_enum);
+    a.node_guid = parse_attr<std::string>(dir, "node_guid", parse_guid);
+    a.sys_image_guid = parse_attr<std::string>(dir, "sys_image_guid", parse_guid);
+    a.hca_type = dir.read_attribute("hca_type");
+    a.hw_rev = dir.read_attribute("hw_rev");
+    a.board_id = dir.read_attribute("board_id");
+    a.generation = dir.generation();
+  }
   a.fw_ver = dir.read_attribute("fw_ver");
-  a.hca_type = dir.read_attribute("hca_type");
-  a.hw_rev = dir.read_attribute("hw_rev");
-  a.board_id = dir.read_attribute("board_id");
   a.node_desc = dir.read_attribute("node_desc");
-  return a;
 }
 
 Result<std::vector<CounterReading>> read_counter_dir(const std::string& path) {
@@ -59,7 +64,8 @@ Result<std::vector<CounterReading>> read_counter_dir(KeptDir& dir) {
   if (!names) return Result<std::vector<CounterReading>>::failure(names.error, names.sys_errno);
   std::vector<CounterReading> out;
   out.reserve(names.value->size());
-  for (const auto& name : *names.value) out.push_back(CounterReading{name, dir.read_u64(name.c_str())});
+  for (std::size_t i = 0; i < names.value->size(); ++i)
+    out.push_back(CounterReading{(*names.value)[i], dir.read_u64_at(i)});
   return Result<std::vector<CounterReading>>::success(std::move(out));
 }
 

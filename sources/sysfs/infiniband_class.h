@@ -42,7 +42,14 @@ struct DeviceAttributes {
   Result<std::string> hw_rev;
   Result<std::string> board_id;
   Result<std::string> node_desc;
+  // The KeptDir::generation() the fixed attributes were read in (0: not read yet).
+  std::uint64_t generation = 0;
 };
-DeviceAttributes read_device_attributes(KeptDir& device_dir);
+// Brings `a` up to date from the device's directory. node_type, the GUIDs, hca_type, hw_rev and
+// board_id are set when the device registers and cannot change while its directory keeps its
+// identity: they are read again only when the directory was reopened (a device registered again
+// is a new directory) or when one of them failed otherwise than by being absent. fw_ver (a live
+// firmware activation changes it without re-registration) and node_desc (writable) are read every time.
+void read_device_attributes(KeptDir& device_dir, DeviceAttributes& a);
 
 }  // namespace rdma::sysfs

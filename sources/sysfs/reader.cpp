@@ -124,6 +124,18 @@ Result<std::vector<DirEntry>> list_at(int dir_fd, bool kind = true) {
 
 Result<std::vector<DirEntry>> Dir::list() const { return list_at(fd_); }
 
+namespace {
+Result<std::vector<std::string>> names_of(Result<std::vector<DirEntry>> r) {
+  if (!r) return Result<std::vector<std::string>>::failure(r.error, r.sys_errno);
+  std::vector<std::string> names;
+  names.reserve(r.value.size());
+  for (auto& e : r.value) names.push_back(std::move(e.name));
+  return Result<std::vector<std::string>>::success(std::move(names));
+}
+}  // namespace
+
+Result<std::vector<std::string>> Dir::names() const { return names_of(list_at(fd_, false)); }
+
 Result<std::vector<DirEntry>> list_dir(const std::string& path) {
   DIR* d = ::opendir(path.c_str());
   if (!d) return Result<std::vector<DirEntry>>::failure(classify_errno(errno), errno);
@@ -133,12 +145,7 @@ Result<std::vector<DirEntry>> list_dir(const std::string& path) {
 Result<std::vector<std::string>> list_names(const std::string& path) {
   DIR* d = ::opendir(path.c_str());
   if (!d) return Result<std::vector<std::string>>::failure(classify_errno(errno), errno);
-  auto r = list_dir_stream(d, false);
-  if (!r) return Result<std::vector<std::string>>::failure(r.error, r.sys_errno);
-  std::vector<std::string> names;
-  names.reserve(r.value.size());
-  for (auto& e : r.value) names.push_back(std::move(e.name));
-  return Result<std::vector<std::string>>::success(std::move(names));
+  return names_of(list_dir_stream(d, false));
 }
 
 Result<std::string> read_link_basename(const std::string& path) {
@@ -154,12 +161,14 @@ Result<std::string> read_link_basename(const std::string& path) {
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
 bool DirIdentity::operator==(const DirIdentity& o) const {
-  return dev == o.dev && ino == o.ino && mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec &&
+  return dev == o.dev && ino == o.ino && nlink == o.nlink && mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec &&
          ctime.tv_sec == o.ctime.tv_sec && ctime.tv_nsec == o.ctime.tv_nsec;
 }
 
 namespace {
-DirIdentity identity_of(const struct stat& st) { return DirIdentity{st.st_dev, st.st_ino, st.st_mtim, st.st_ctim}; }
+DirIdentity identity_of(const struct stat& st) {
+  return DirIdentity{st.st_dev, st.st_ino, st.st_nlink, st.st_mtim, st.st_ctim};
+}
 }  // namespace
 
 Result<DirIdentity> DirIdentity::of(const std::string& path) {
@@ -190,20 +199,27 @@ void KeptDir::close_all() {
   for (auto& [name, fd] : files_) ::close(fd);
   files_.clear();
   names_.clear();
+  name_fds_.clear();
   listed_ = false;
   if (dir_fd_ >= 0) ::close(dir_fd_);
   dir_fd_ = -1;
 }
 
-ReadError KeptDir::refresh(const KeptDir* parent) {
+ReadError KeptDir::refresh(const KeptDir* parent, const DirIdentity* known) {
   const std::string_view above = parent ? std::string_view(parent->path_) : std::string_view();
   const bool below = parent && parent->dir_fd_ >= 0 && path_.size() > above.size() + 1 &&
                      path_.starts_with(above) && path_[above.size()] == '/';
-  auto now_id = below ? DirIdentity::of(parent->dir_fd_, path_.c_str() + above.size() + 1) : DirIdentity::of(path_);
+  if (below && dir_fd_ < 0 && dir_error_ == ReadError::kNotFound && absent_under_ == parent->generation())
+    return dir_error_;
+  absent_under_ = 0;
+  auto now_id = known       ? Result<DirIdentity>::success(*known)
+                : below     ? DirIdentity::of(parent->dir_fd_, path_.c_str() + above.size() + 1)
+                            : DirIdentity::of(path_);
   if (!now_id) {
     dir_errno_ = now_id.sys_errno;
     dir_error_ = now_id.error;
     close_all();
+    if (below && dir_error_ == ReadError::kNotFound) absent_under_ = parent->generation();
     return dir_error_;
   }
   if (dir_fd_ >= 0 && !racy_ && now_id.value == identity_) return ReadError::kNone;
@@ -220,6 +236,7 @@ ReadError KeptDir::refresh(const KeptDir* parent) {
   }
   dir_error_ = ReadError::kNone;
   dir_errno_ = 0;
+  ++generation_;
   identity_ = opened.value;
   racy_ = !identity_.settled(racy_seconds_);
   return ReadError::kNone;
@@ -233,6 +250,7 @@ Result<const std::vector<std::string>*> KeptDir::names() {
     if (!entries) return R::failure(entries.error, entries.sys_errno);
     names_.clear();
     for (auto& e : entries.value) names_.push_back(std::move(e.name));
+    name_fds_.assign(names_.size(), -1);
     listed_ = true;
   }
   return R::success(&names_);
@@ -269,12 +287,15 @@ int pread_page(int fd, char* buf, std::size_t cap, std::size_t& len) {
 }
 }  // namespace
 
-Result<std::size_t> KeptDir::read_page(const char* name, char* buf, std::size_t cap) {
+Result<std::size_t> KeptDir::read_page(const char* name, char* buf, std::size_t cap, int* slot) {
   using R = Result<std::size_t>;
-  auto it = files_.find(std::string_view(name));
-  const bool kept = it != files_.end();
-  auto fd = kept ? Result<int>::success(it->second) : file_fd(name, false);
+  int known = slot ? *slot : -1;
+  if (known < 0)
+    if (auto it = files_.find(std::string_view(name)); it != files_.end()) known = it->second;
+  const bool kept = known >= 0;
+  auto fd = kept ? Result<int>::success(known) : file_fd(name, false);
   if (!fd) return R::failure(fd.error, fd.sys_errno);
+  if (slot) *slot = fd.value;
   std::size_t len = 0;
   int err = pread_page(fd.value, buf, cap, len);
   if (err == 0) {
@@ -284,8 +305,10 @@ Result<std::size_t> KeptDir::read_page(const char* name, char* buf, std::size_t 
   // The file went away under a kept descriptor (kernfs answers ENODEV once the attribute is
   // removed): open it again once, which fails or succeeds as an open without a kept descriptor would.
   if (!kept || (err != ENODEV && err != ENOENT && err != ESTALE)) return R::failure(classify_errno(err), err);
+  if (slot) *slot = -1;
   fd = file_fd(name, true);
   if (!fd) return R::failure(fd.error, fd.sys_errno);
+  if (slot) *slot = fd.value;
   err = pread_page(fd.value, buf, cap, len);
   if (err != 0) return R::failure(classify_errno(err), err);
   return R::success(len);
@@ -300,10 +323,17 @@ Result<std::string> KeptDir::read_file(const char* name) {
   return Result<std::string>::success(std::string(buf, n.value));
 }
 
-Result<std::uint64_t> KeptDir::read_u64(const char* name) {
+Result<std::uint64_t> KeptDir::read_u64(const char* name) { return u64_of_page(name, nullptr); }
+
+Result<std::uint64_t> KeptDir::read_u64_at(std::size_t i) {
+  if (!listed_ || i >= names_.size()) return Result<std::uint64_t>::failure(ReadError::kNotFound);
+  return u64_of_page(names_[i].c_str(), &name_fds_[i]);
+}
+
+Result<std::uint64_t> KeptDir::u64_of_page(const char* name, int* slot) {
   using R = Result<std::uint64_t>;
   char buf[4096];
-  auto n = read_page(name, buf, sizeof buf);
+  auto n = read_page(name, buf, sizeof buf, slot);
   if (!n) return R::failure(n.error, n.sys_errno);
   const std::string_view text(buf, n.value);
   if (is_not_available(text)) return R::failure(ReadError::kNotAvailable);
@@ -314,7 +344,7 @@ Result<std::uint64_t> KeptDir::read_u64(const char* name) {
 
 Result<std::string> KeptDir::read_attribute(const char* name) { return attribute_of(read_file(name)); }
 
-KeptDir& KeptDirs::at(const std::string& path, const KeptDir* parent) {
+KeptDir& KeptDirs::at(const std::string& path, const KeptDir* parent, const DirIdentity* known) {
   KeptDir* dir;
   bool first;
   {
@@ -324,7 +354,7 @@ KeptDir& KeptDirs::at(const std::string& path, const KeptDir* parent) {
     first = !std::exchange(e.used, true);
     dir = e.dir.get();
   }
-  if (first) dir->refresh(parent);  // its error is the directory's: reads answer it
+  if (first) dir->refresh(parent, known);  // its error is the directory's: reads answer it
   return *dir;
 }
 

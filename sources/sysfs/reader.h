@@ -54,19 +54,25 @@ class Dir {
   Result<std::uint64_t> read_u64(const char* name) const;
   // Entries, sorted by name, as list_dir().
   Result<std::vector<DirEntry>> list() const;
+  // Names only, sorted, as list_names().
+  Result<std::vector<std::string>> names() const;
   const std::string& path() const { return path_; }
+  int fd() const { return fd_; }
 
  private:
   int fd_ = -1;
   std::string path_;
 };
 
-// What a directory is, as far as a cache of what was read in it can tell: device, inode, change
-// and modification times. Creating, removing or renaming an entry changes a directory's mtime and
-// ctime on tmpfs and on kernfs alike; a device registered again is a new kernfs node (new inode).
+// What a directory is, as far as a cache of what was read in it can tell: device, inode, link
+// count, change and modification times. Creating, removing or renaming an entry changes a
+// directory's mtime and ctime on tmpfs and on kernfs alike; a device registered again is a new
+// kernfs node (new inode). The link count is the number of subdirectories + 2 on both, so a
+// subdirectory added or removed is seen even where a directory's times are not kept.
 struct DirIdentity {
   dev_t dev = 0;
   ino_t ino = 0;
+  nlink_t nlink = 0;
   timespec mtime{};
   timespec ctime{};
   bool operator==(const DirIdentity& o) const;
@@ -117,14 +123,23 @@ class KeptDir {
   // parent: a directory above this one, refreshed in this scrape: the stat looks the rest of the
   // path up from its descriptor (a component or two instead of the whole path: on a 16-HCA host
   // the path walks of these stats cost more than the preads of all counters).
-  ReadError refresh(const KeptDir* parent = nullptr);
+  // A directory found absent under a parent that has not been reopened since is still absent
+  // (an entry added changes the parent's identity): it is not looked up again.
+  // known: the directory's identity as stat'ed in this scrape already (model::PortModel::identity),
+  // compared instead of a stat of its own.
+  ReadError refresh(const KeptDir* parent = nullptr, const DirIdentity* known = nullptr);
   // Entry names, sorted, listed once per opening of the directory (valid until the next refresh()).
   Result<const std::vector<std::string>*> names();
   Result<std::string> read_file(const char* name);
   Result<std::string> read_attribute(const char* name);
   Result<std::uint64_t> read_u64(const char* name);
+  // The i-th of names(): its descriptor is found by index, without hashing the name.
+  Result<std::uint64_t> read_u64_at(std::size_t i);
 
   const std::string& path() const { return path_; }
+  // Counts the openings of the directory: what was read from it once may be kept while this stays
+  // the same (a changed or racy directory is reopened, and that changes it). 0 while not open.
+  std::uint64_t generation() const { return dir_fd_ >= 0 ? generation_ : 0; }
   // Descriptors held now: the directory's and its open files'.
   std::size_t descriptors() const;
   // Files opened (open + read) and files re-read with a kept descriptor (pread) since the last call.
@@ -137,8 +152,10 @@ class KeptDir {
   };
   void close_all();
   Result<int> file_fd(const char* name, bool reopen);
-  // The file into buf (a page: sysfs attributes are at most one); its length.
-  Result<std::size_t> read_page(const char* name, char* buf, std::size_t cap);
+  // The file into buf (a page: sysfs attributes are at most one); its length. slot: where the
+  // caller keeps the file's descriptor by index (-1 until opened), updated when it is (re)opened.
+  Result<std::size_t> read_page(const char* name, char* buf, std::size_t cap, int* slot = nullptr);
+  Result<std::uint64_t> u64_of_page(const char* name, int* slot);
 
   std::string path_;
   int racy_seconds_;
@@ -149,7 +166,10 @@ class KeptDir {
   bool racy_ = true;
   std::unordered_map<std::string, int, NameHash, std::equal_to<>> files_;
   std::vector<std::string> names_;
+  std::vector<int> name_fds_;  // by index in names_, -1 until opened; owned by files_
   bool listed_ = false;
+  std::uint64_t generation_ = 0;
+  std::uint64_t absent_under_ = 0;  // the parent's generation() when this was found absent in it
   std::uint64_t opens_ = 0;
   std::uint64_t preads_ = 0;
 };
@@ -160,7 +180,7 @@ class KeptDir {
 class KeptDirs {
  public:
   // The directory, refreshed on its first use since the last sweep(); parent as in KeptDir::refresh.
-  KeptDir& at(const std::string& path, const KeptDir* parent = nullptr);
+  KeptDir& at(const std::string& path, const KeptDir* parent = nullptr, const DirIdentity* known = nullptr);
   void sweep();
   std::size_t descriptors() const;
 

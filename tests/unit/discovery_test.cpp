@@ -87,3 +87,35 @@ TEST_CASE("Discovery walks again a device whose last walk met a problem, and rep
   CHECK(h->issues.empty());
   CHECK(h->devices[0].ports[0].link_layer == LinkLayer::kEthernet);
 }
+
+// device/net's listing is kept with the walk and checked at each scrape (its identity, each
+// entry's inode): a netdev renamed, added or removed under a reused walk is seen at the next scrape.
+TEST_CASE("Discovery sees a netdev renamed, added or removed under a reused walk") {
+  TempTree t("discovery");
+  write_device(t, "mlx5_0", "InfiniBand");
+  const std::string net = t.root() + "/class/infiniband/mlx5_0/device/net";
+  age(net);
+  const Discoverer d(DiscoveryOptions{t.root(), "", "", 0});
+  REQUIRE(d.discover()->devices[0].ports[0].netdevs.size() == 1);
+  CHECK(d.discover()->devices[0].ports[0].netdevs[0].name == "ib0");  // the kept listing
+
+  REQUIRE(std::rename((net + "/ib0").c_str(), (net + "/ibp1s0").c_str()) == 0);
+  age(net);
+  auto h = d.discover();
+  REQUIRE(h->devices[0].ports[0].netdevs.size() == 1);
+  CHECK(h->devices[0].ports[0].netdevs[0].name == "ibp1s0");
+
+  // A second netdev (an IPoIB child): dev_port now decides, and port 1 is dev_port 0.
+  t.write("class/infiniband/mlx5_0/device/net/ibp1s0/dev_port", "0\n");
+  t.write("class/infiniband/mlx5_0/device/net/ibp1s0.8001/dev_port", "1\n");
+  age(net);
+  h = d.discover();
+  REQUIRE(h->devices[0].ports[0].netdevs.size() == 1);
+  CHECK(h->devices[0].ports[0].netdevs[0].name == "ibp1s0");
+  t.write("class/infiniband/mlx5_0/device/net/ibp1s0.8001/dev_port", "0\n");
+  std::filesystem::remove_all(net + "/ibp1s0");
+  age(net);
+  h = d.discover();
+  REQUIRE(h->devices[0].ports[0].netdevs.size() == 1);
+  CHECK(h->devices[0].ports[0].netdevs[0].name == "ibp1s0.8001");
+}

@@ -78,6 +78,21 @@ TEST_CASE("families keep declaration order and group their samples") {
   CHECK_THROWS_AS(s.counter("a", "h", {}, 1), std::logic_error);
 }
 
+TEST_CASE("a family is found by its name, not by the address the name was passed at") {
+  MetricSink s;
+  std::string name = "a";  // one buffer, reused for another name
+  s.gauge(name, "h", {}, 1);
+  name = "b";
+  s.gauge(name, "h", {}, 2);
+  name = "a";
+  s.gauge(name, "h", {}, 3);
+  std::string out;
+  write_text(s.families(), out);
+  CHECK(out == "# HELP a h\n# TYPE a gauge\na 1\na 3\n# HELP b h\n# TYPE b gauge\nb 2\n");
+  name = "b";
+  CHECK_THROWS_AS(s.counter(name, "h", {}, 1), std::logic_error);
+}
+
 TEST_CASE("histograms are written with cumulative buckets, sum and count") {
   MetricSink s;
   HistogramValue h{{0.001, 0.01}, {2, 5}, 7, 0.125};

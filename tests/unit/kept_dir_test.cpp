@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "sources/sysfs/infiniband_class.h"
 #include "sources/sysfs/reader.h"
 #include "tests/lib/temp_tree.h"
 
@@ -92,6 +93,100 @@ TEST_CASE("KeptDir does not trust a directory changed within the racy window: it
     CHECK(k.read_u64("a").value == 1);
     CHECK(k.take_counts() == std::pair<std::uint64_t, std::uint64_t>{1, 0});
   }
+}
+
+TEST_CASE("KeptDir reads the entries of names() by index through the same kept descriptors, reopened as by name") {
+  TempTree t("kept");
+  t.write("c/a", "1\n");
+  t.write("c/b", "5\n");
+  const std::string dir = t.root() + "/c";
+  age(dir);
+  KeptDir k(dir, 0);
+  REQUIRE(k.refresh() == ReadError::kNone);
+  const std::uint64_t opened = k.generation();
+  CHECK(opened > 0);
+  REQUIRE(k.names());
+  REQUIRE(*k.names().value == std::vector<std::string>{"a", "b"});
+  CHECK(k.read_u64_at(0).value == 1);
+  CHECK(k.read_u64("b").value == 5);  // opened by name: index 1 finds the same descriptor
+  CHECK(k.read_u64_at(1).value == 5);
+  CHECK(k.take_counts() == std::pair<std::uint64_t, std::uint64_t>{2, 1});
+  CHECK(k.descriptors() == 3);
+  CHECK(k.read_u64_at(2).error == ReadError::kNotFound);
+  t.write("c/a", "3\n");  // in place
+  REQUIRE(k.refresh() == ReadError::kNone);
+  CHECK(k.generation() == opened);  // still the same directory
+  CHECK(k.read_u64_at(0).value == 3);
+  CHECK(k.take_counts() == std::pair<std::uint64_t, std::uint64_t>{0, 1});
+  // Replaced by rename: the directory is reopened (a new generation) and index 0 is the new file.
+  t.write("a.new", "4\n");
+  REQUIRE(std::rename((t.root() + "/a.new").c_str(), (dir + "/a").c_str()) == 0);
+  REQUIRE(k.refresh() == ReadError::kNone);
+  CHECK(k.generation() > opened);
+  REQUIRE(k.names());
+  CHECK(k.read_u64_at(0).value == 4);
+}
+
+TEST_CASE("Device attributes fixed for the device's lifetime are read once per opening of its directory") {
+  TempTree t("kept");
+  for (const char* f : {"node_type", "node_guid", "sys_image_guid", "fw_ver", "hca_type", "hw_rev", "board_id",
+                        "node_desc"})
+    t.write(std::string("d/") + f, "x\n");
+  t.write("d/node_type", "1: CA\n");
+  t.write("d/node_guid", "0c42:a103:0040:29a0\n");
+  t.write("d/sys_image_guid", "0c42:a103:0040:29a0\n");
+  t.write("d/board_id", "MT_1\n");
+  t.write("d/fw_ver", "28.1\n");
+  t.write("d/node_desc", "host a\n");
+  std::remove((t.root() + "/d/hca_type").c_str());  // optional: absent is kept like a value
+  const std::string dir = t.root() + "/d";
+  age(dir);
+  KeptDir k(dir, 0);
+  REQUIRE(k.refresh() == ReadError::kNone);
+  DeviceAttributes a;
+  read_device_attributes(k, a);
+  CHECK(a.board_id.value == "MT_1");
+  CHECK(a.hca_type.error == ReadError::kNotFound);
+  CHECK(k.take_counts() == std::pair<std::uint64_t, std::uint64_t>{7, 0});
+  // Rewritten in place, as only fw_ver and node_desc can be on a live device: those two are read again.
+  t.write("d/board_id", "MT_2\n");
+  t.write("d/fw_ver", "28.2\n");
+  t.write("d/node_desc", "host b\n");
+  REQUIRE(k.refresh() == ReadError::kNone);
+  read_device_attributes(k, a);
+  CHECK(a.board_id.value == "MT_1");
+  CHECK(a.fw_ver.value == "28.2");
+  CHECK(a.node_desc.value == "host b");
+  CHECK(k.take_counts() == std::pair<std::uint64_t, std::uint64_t>{0, 2});
+  // The directory replaced (a device registered again): everything is read again.
+  std::filesystem::rename(dir, t.root() + "/old");
+  std::filesystem::create_directory(dir);
+  for (const auto& e : std::filesystem::directory_iterator(t.root() + "/old"))
+    std::filesystem::copy(e.path(), dir + "/" + e.path().filename().string());
+  t.write("d/hca_type", "MT4129\n");
+  REQUIRE(k.refresh() == ReadError::kNone);
+  read_device_attributes(k, a);
+  CHECK(a.board_id.value == "MT_2");
+  CHECK(a.hca_type.value == "MT4129");
+  CHECK(k.take_counts() == std::pair<std::uint64_t, std::uint64_t>{8, 0});
+}
+
+TEST_CASE("KeptDir absent under a parent is looked up again once the parent has changed") {
+  TempTree t("kept");
+  t.write("p/a", "1\n");
+  const std::string parent_path = t.root() + "/p";
+  age(parent_path);
+  KeptDir parent(parent_path, 0);
+  KeptDir child(parent_path + "/c", 0);
+  REQUIRE(parent.refresh() == ReadError::kNone);
+  CHECK(child.refresh(&parent) == ReadError::kNotFound);
+  REQUIRE(parent.refresh() == ReadError::kNone);
+  CHECK(child.refresh(&parent) == ReadError::kNotFound);  // the parent unchanged: not looked up
+  t.write("p/c/x", "9\n");  // p changes: reopened at its refresh, and the child looked up
+  age(parent_path);
+  REQUIRE(parent.refresh() == ReadError::kNone);
+  REQUIRE(child.refresh(&parent) == ReadError::kNone);
+  CHECK(child.read_u64("x").value == 9);
 }
 
 TEST_CASE("KeptDirs closes the directories a scrape did not ask for") {
