@@ -57,6 +57,21 @@ std::optional<std::vector<std::uint8_t>> read_frame(int fd, Deadline d, std::str
   return b;
 }
 
+Fd open_handshake(const std::string& address, std::uint16_t port, std::string_view secret, Deadline d, Nonce& server_nonce,
+                  std::string& why) {
+  Fd s = tcp_connect(address, port, d, why);
+  if (s.fd < 0) return s;
+  auto bytes = read_frame(s.fd, d, why);
+  if (!bytes) return Fd{};
+  auto ch = decode_frame(*bytes, secret, {});
+  if (ch.status != DecodeStatus::kOk || !std::holds_alternative<Challenge>(*ch.message)) {
+    why = "handshake_" + std::string(decode_status_label(ch.status == DecodeStatus::kOk ? DecodeStatus::kBadType : ch.status));
+    return Fd{};
+  }
+  server_nonce = std::get<Challenge>(*ch.message).nonce;
+  return s;
+}
+
 bool send_frame(int fd, const std::vector<std::uint8_t>& f, Deadline d) {
   auto copy = f;
   return io_all(fd, copy.data(), copy.size(), d, true);

@@ -39,6 +39,13 @@ bool send_frame(int fd, const std::vector<std::uint8_t>& f, Deadline d);
 // invalid Fd and `why`: bad_address or connect.
 Fd tcp_connect(const std::string& address, std::uint16_t port, Deadline d, std::string& why);
 
+// The prober side's first step, shared by links and port table requests: TCP connect to the
+// responder and read its challenge. The connected socket and the server nonce, or an invalid Fd
+// and `why`: tcp_connect's and read_frame's reasons, or handshake_<decode status> (bad_type when
+// the frame is another message).
+Fd open_handshake(const std::string& address, std::uint16_t port, std::string_view secret, Deadline d, Nonce& server_nonce,
+                  std::string& why);
+
 // The responder's non-blocking listening socket on `at`. An empty host is any address: IPv6 and
 // IPv4 on one dual-stack socket, or IPv4 alone where the kernel has no IPv6. Throws
 // std::runtime_error naming the address when it cannot listen. `make_socket` is socket(2)

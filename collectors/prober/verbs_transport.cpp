@@ -392,15 +392,11 @@ void VerbsTransport::do_pair(std::uint64_t request, const PeerSpec& peer) {
   };
   const Deadline deadline = std::chrono::steady_clock::now() + opts_.handshake_timeout;
   std::string why;
-  Fd s = tcp_connect(peer.address, peer.tcp_port, deadline, why);
+  Nonce server_nonce{};
+  Fd s = open_handshake(peer.address, peer.tcp_port, opts_.secret, deadline, server_nonce, why);
   if (s.fd < 0) return answer("pairing_" + why);
-  auto challenge_bytes = read_frame(s.fd, deadline, why);
-  if (!challenge_bytes) return answer("pairing_" + why);
-  auto ch = decode_frame(*challenge_bytes, opts_.secret, {});
-  if (ch.status != DecodeStatus::kOk || !std::holds_alternative<Challenge>(*ch.message))
-    return answer("pairing_" + std::string(decode_status_label(ch.status == DecodeStatus::kOk ? DecodeStatus::kBadType : ch.status)));
   const PortRequest req{random_nonce()};
-  if (!send_frame(s.fd, encode_frame(req, opts_.secret, std::get<Challenge>(*ch.message).nonce), deadline))
+  if (!send_frame(s.fd, encode_frame(req, opts_.secret, server_nonce), deadline))
     return answer("pairing_io");
   auto table_bytes = read_frame(s.fd, deadline, why);
   if (!table_bytes) {
@@ -443,14 +439,9 @@ void VerbsTransport::do_connect(const ConnectRequest& r, std::uint64_t attempt) 
   const Deadline deadline = std::chrono::steady_clock::now() + opts_.handshake_timeout;
 
   std::string why;
-  Fd s = tcp_connect(r.peer.address, r.peer.tcp_port, deadline, why);
+  Nonce server_nonce{};
+  Fd s = open_handshake(r.peer.address, r.peer.tcp_port, opts_.secret, deadline, server_nonce, why);
   if (s.fd < 0) return fail(why);
-  auto challenge_bytes = read_frame(s.fd, deadline, why);
-  if (!challenge_bytes) return fail(why);
-  auto ch = decode_frame(*challenge_bytes, opts_.secret, {});
-  if (ch.status != DecodeStatus::kOk || !std::holds_alternative<Challenge>(*ch.message))
-    return fail("handshake_" + std::string(decode_status_label(ch.status == DecodeStatus::kOk ? DecodeStatus::kBadType : ch.status)));
-  const Nonce server_nonce = std::get<Challenge>(*ch.message).nonce;
 
   auto conn = std::make_unique<LinkQp>();
   conn->link = r.link;
