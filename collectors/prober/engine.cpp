@@ -132,6 +132,10 @@ TimePoint Engine::jittered(TimePoint from) {
   return from + d;
 }
 
+std::chrono::milliseconds Engine::next_backoff(std::chrono::milliseconds last) const {
+  return last.count() == 0 ? cfg_.backoff_initial : std::min(cfg_.backoff_max, last * 2);
+}
+
 void Engine::teardown(Link& l, TimePoint now, const std::string& reason) {
   auto& st = stats_of(l);
   if (!reason.empty()) ++st.errors[reason];
@@ -143,7 +147,7 @@ void Engine::teardown(Link& l, TimePoint now, const std::string& reason) {
   l.failing = true;
   transport_.close(l.id);
   l.state = State::kBackoff;
-  l.backoff = l.backoff.count() == 0 ? cfg_.backoff_initial : std::min(cfg_.backoff_max, l.backoff * 2);
+  l.backoff = next_backoff(l.backoff);
   l.retry_at = now + l.backoff;
   requeue(l);
 }
@@ -202,11 +206,10 @@ void Engine::handle_paired(const TransportEvent& e) {
   } else {
     // Known pairs stay: a peer that stopped answering keeps its links, which fail and count lost.
     ++pairing_failures_[e.reason.empty() ? "pairing" : e.reason];
-    pp.backoff = pp.backoff.count() == 0 ? cfg_.backoff_initial : std::min(cfg_.backoff_max, pp.backoff * 2);
+    pp.backoff = next_backoff(pp.backoff);
     pp.ask_at = e.at + pp.backoff;
   }
   next_ask_ = std::min(next_ask_, pp.ask_at);
-  drop_stale();
 }
 
 // Asks the probed peers whose ports are due to be (re)read; next_ask_ becomes the earliest

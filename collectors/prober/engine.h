@@ -262,6 +262,9 @@ class Engine {
   bool aggregated() const { return peers_.size() > cfg_.max_peers; }
   bool wanted(const PeerSpec& p, const LocalPort& l) const;
   void rebuild_links();
+  // The wait after `last` (0: the first failure): backoff_initial, doubling up to backoff_max; for
+  // reconnects and for port table requests alike.
+  std::chrono::milliseconds next_backoff(std::chrono::milliseconds last) const;
   void teardown(Link& l, TimePoint now, const std::string& reason);
   void set_local_state(const LocalPort& local, bool up);
   void park(Link& l);
