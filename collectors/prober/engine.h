@@ -128,8 +128,8 @@ struct EngineConfig {
   std::chrono::milliseconds flow_rotation{0};
   std::chrono::milliseconds window{30000};  // per-flow sent/lost windows for localize()
   // Wake-ups fall on a grid of this step on the steady clock: the probes due within one step are
-  // posted in one wake-up (each still polled for its own completion right after its post, so
-  // its RTT is its own), at most one step late. 0: wake at each due time.
+  // posted in one wake-up (the CQ is polled right after each post, so a probe's RTT does not
+  // include the posts after it), at most one step late. 0: wake at each due time.
   std::chrono::microseconds wake_grid{0};
   // How often a paired peer's port table is read again (a NIC added, a rail relabelled).
   std::chrono::milliseconds pairing_refresh{60000};

@@ -176,10 +176,14 @@ class ProberCollector final : public exporter::Collector {
                   {{"result", result}}, n);
     out.counter("rdma_prober_loop_wakeups_total", "Wake-ups of the probe loop (epoll returns).", {}, p.transport.wakeups);
     out.counter("rdma_prober_poll_completions_total",
-                "Completions found by the bounded CQ poll right after posting (no sleep, no wake-up).", {}, p.transport.polled);
+                "Completions found by polling the CQ right after posting (no sleep, no wake-up).", {}, p.transport.polled);
     out.counter("rdma_prober_poll_window_exhausted_total",
                 "Post-probe CQ polls that ran out of poll_window; the loop then slept on the completion channel.", {},
                 p.transport.poll_misses);
+    out.add("rdma_prober_poll_seconds_total", exporter::MetricType::kCounter,
+            "Time spent polling the CQ for the completions of the probes just posted (on the CPU, at most poll_window "
+            "per wake-up).",
+            {}, p.transport.poll_seconds);
     out.add("rdma_prober_post_seconds_total", exporter::MetricType::kCounter,
             "Time spent inside ibv_post_send: a doorbell write on hardware; with Soft-RoCE a system call in which the kernel "
             "does the NIC's work.",
@@ -282,6 +286,7 @@ class ProberCollector final : public exporter::Collector {
       for (const auto& e : events) engine_->handle(e);
       events.clear();
       engine_->tick(now);
+      transport_->settle();  // the probes just posted, before the snapshot below can delay them
       if (force || now - last_publish >= std::chrono::seconds(1)) {
         transport_->port_events(events, false);  // handled in the next round (wait() does not sleep then)
         auto p = std::make_shared<Published>();
@@ -441,8 +446,8 @@ RDMA_REGISTER_COLLECTOR({
             {"backoff-max", exporter::OptionType::kDuration, "30s", "Longest wait between reconnect attempts (doubling from 1s)."},
             {"payload-size", exporter::OptionType::kInt, "64", "Bytes written by each probe."},
             {"poll-window", exporter::OptionType::kString, "50us",
-             "After posting a probe, poll the CQ this long (e.g. 100us, 0 = never) before sleeping on the completion "
-             "channel; costs at most this much CPU per probe."},
+             "After posting a wake-up's probes, poll the CQ this long (e.g. 100us, 0 = never) before sleeping on the "
+             "completion channel; costs at most this much CPU per wake-up."},
             {"traffic-class", exporter::OptionType::kInt, "0",
              "Traffic class of probes and answers: the IP TOS byte on RoCE v2 (DSCP * 4 + ECN; NCCL_IB_TC=106 is DSCP 26, "
              "ECN capable), the GRH traffic class on InfiniBand."},

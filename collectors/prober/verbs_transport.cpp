@@ -126,36 +126,45 @@ void VerbsTransport::push_event(TransportEvent e) {
 
 // ---------------------------------------------------------------- loop thread
 
-// Right after a post: poll the CQs for up to poll_window (user space, no system call with mlx5
-// or rxe), as ib_write_lat does, but bounded. The completion's time is taken right after the
-// poll that found it, as after a wake-up. Called per probe, so that probes due at the same moment
-// do not add their posting time to each other's round trip.
-void VerbsTransport::poll_fresh(std::vector<TransportEvent>& out) {
-  if (!fresh_.empty() && opts_.poll_window.count() > 0) {
-    const auto deadline = Clock::now() + opts_.poll_window;
-    for (;;) {
-      bool any = false;
-      for (auto& d : devices_)
-        if (d->outstanding) any = true, poll_cq(*d, out);
-      if (fresh_.empty() || !any) break;
-      if (Clock::now() >= deadline) {
-        ++poll_misses_;
-        break;
-      }
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#endif
-    }
+// Polls the CQs that have probes outstanding: once (spin = false), or until every probe posted
+// since the last settle() has completed or poll_window has passed (spin = true; user space, no
+// system call with mlx5 or rxe), as ib_write_lat does, but bounded. The completion's time is taken
+// right after the poll that found it, as after a wake-up.
+void VerbsTransport::poll_fresh(std::vector<TransportEvent>& out, bool spin) {
+  if (opts_.poll_window.count() == 0) return fresh_.clear();  // no polling: the completion channel
+  if (fresh_.empty()) return;
+  if (!spin) {
+    for (auto& d : devices_)
+      if (d->outstanding) poll_cq(*d, out);
+    return;
   }
+  const auto start = Clock::now(), deadline = start + opts_.poll_window;
+  for (;;) {
+    bool any = false;
+    for (auto& d : devices_)
+      if (d->outstanding) any = true, poll_cq(*d, out);
+    if (fresh_.empty() || !any) break;
+    if (Clock::now() >= deadline) {
+      ++poll_misses_;
+      break;
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  poll_seconds_.store(poll_seconds_.load(std::memory_order_relaxed) + Seconds(Clock::now() - start).count(),
+                      std::memory_order_relaxed);
   fresh_.clear();  // what the window missed is left to the completion channel
 }
+
+void VerbsTransport::settle() { poll_fresh(settled_, true); }
 
 void VerbsTransport::wait(int timeout_ms, std::vector<TransportEvent>& out) {
   const std::size_t before = out.size();
   // 1. Completions the post-probe polls found, then anything still fresh.
   for (auto& e : settled_) out.push_back(std::move(e));
   settled_.clear();
-  poll_fresh(out);
+  poll_fresh(out, true);
   take_events(out);
   if (out.size() > before) return;  // work to do now: no sleep, no epoll_wait
   // 2. Sleep. Arm the CQs that have probes outstanding, then poll once more: a completion that
@@ -315,7 +324,11 @@ std::optional<TimePoint> VerbsTransport::post_locked(std::uint64_t link, std::ui
 
 std::optional<TimePoint> VerbsTransport::post_probe(std::uint64_t link, std::uint64_t probe, std::string& reason) {
   auto posted = post_locked(link, probe, reason);
-  if (posted) poll_fresh(settled_);  // poll_cq takes mu_ itself
+  // One pass over the CQs: a completion already in (this probe's with Soft-RoCE, where the round
+  // trip runs inside ibv_post_send; an earlier one of this wake-up on hardware) is timed now, not
+  // after the posts still to come. The bounded spin waits for settle(), once per wake-up.
+  if (posted) poll_fresh(settled_, false);  // poll_cq takes mu_ itself
+  return posted;
   return posted;
 }
 
@@ -509,6 +522,7 @@ TransportCounters VerbsTransport::counters() const {
   c.polled = polled_.load();
   c.post_seconds = post_seconds_.load(std::memory_order_relaxed);
   c.poll_misses = poll_misses_.load();
+  c.poll_seconds = poll_seconds_.load(std::memory_order_relaxed);
   for (const auto& d : devices_) c.timestamps = c.timestamps || d->cqx != nullptr;
   return c;
 }

@@ -38,8 +38,9 @@ struct TransportOptions {
   std::size_t session_max_bytes = 256u << 20;
   std::string node_name;
   std::chrono::milliseconds handshake_timeout{3000};
-  // After posting, wait() polls the CQ for up to this long before it arms the completion channel
-  // and sleeps in epoll (0: sleep at once). Bounded CPU: at most poll_window per probe.
+  // After a wake-up's posts, settle() polls the CQs for up to this long before the loop arms the
+  // completion channel and sleeps in epoll (0: sleep at once). Bounded CPU: at most poll_window
+  // per wake-up, whatever the number of probes posted in it.
   std::chrono::microseconds poll_window{50};
   // The class of the prober's probes and of the responder's answers (its ACKs): the same on
   // every node, as one config gives it.
@@ -58,6 +59,7 @@ struct TransportCounters {
   std::uint64_t polled = 0;       // completions found by the post-probe CQ poll (no sleep)
   std::uint64_t poll_misses = 0;  // post-probe polls that ran out of the window
   double post_seconds = 0;        // time spent in ibv_post_send
+  double poll_seconds = 0;        // time spent spinning in settle()
   bool timestamps = false;
 };
 
@@ -71,9 +73,14 @@ class VerbsTransport final : public Transport {
   // Starts the responder and connector threads; throws std::runtime_error (e.g. port in use).
   void start();
   void stop();
-  // Waits up to timeout_ms for completions or connect results and appends them to `out`. When
-  // probes were posted since the last call, it first polls the CQs for up to poll_window; it arms
-  // the completion channel and sleeps only when probes are still outstanding after that.
+  // Polls the CQs until every probe posted since the last call has completed, or for at most
+  // poll_window. The loop calls it once after posting a wake-up's probes (each post_probe() has
+  // already polled once right after its own post), before any other work that would delay the
+  // completions' times; what it finds, the next wait() hands out.
+  void settle();
+  // Waits up to timeout_ms for completions or connect results and appends them to `out`: first
+  // what settle() and post_probe() found (settling any probe still fresh); it arms the completion
+  // channel and sleeps only when probes are still outstanding after that.
   void wait(int timeout_ms, std::vector<TransportEvent>& out);
   // Queries every port again and appends a kPortState event for each whose ACTIVE state changed
   // (all: for every port, as it is now). The loop calls it at start (all) and once a second;
@@ -99,7 +106,7 @@ class VerbsTransport final : public Transport {
   void do_pair(std::uint64_t request, const PeerSpec& peer);
   void push_event(TransportEvent e);
   std::size_t poll_cq(ProbeDevice& d, std::vector<TransportEvent>& out);
-  void poll_fresh(std::vector<TransportEvent>& out);
+  void poll_fresh(std::vector<TransportEvent>& out, bool spin);
   std::optional<TimePoint> post_locked(std::uint64_t link, std::uint64_t probe, std::string& reason);
   void take_events(std::vector<TransportEvent>& out);
   void device_events(ProbeDevice& d, std::vector<TransportEvent>& out);
@@ -133,7 +140,7 @@ class VerbsTransport final : public Transport {
     std::optional<std::uint64_t> ts;
   };
   std::vector<RawCompletion> raw_;
-  std::atomic<double> loop_cpu_{0}, connector_cpu_{0}, post_seconds_{0};
+  std::atomic<double> loop_cpu_{0}, connector_cpu_{0}, post_seconds_{0}, poll_seconds_{0};
   bool stopping_ = false;
   std::thread connector_;
   // Declared after what it refers to (opts_, devices_), so that it is destroyed first.
