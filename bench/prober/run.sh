@@ -145,6 +145,7 @@ cpu_phase() {  # cpu_phase LABEL BINARY [EXTRA FLAGS...]
   sleep "$SECS"
   scrape >"$W/c1"; s1=$(date +%s.%N); threads $A >"$W/ta1"; threads $B >"$W/tb1"
   stop_pair
+  if ! grep -q '^rdma_prober_links_up [1-9]' "$W/c1"; then echo "no link came up; the logs:"; tail -n 5 "$W/a.log" "$W/b.log"; fi
   local w; w=$(awk -v a="$s0" -v b="$s1" 'BEGIN { print b - a }')
   awk -v w="$w" '
     FNR == 1 { f++ }
@@ -155,10 +156,13 @@ cpu_phase() {  # cpu_phase LABEL BINARY [EXTRA FLAGS...]
     f == 1 && /^rdma_prober_loop_wakeups_total/ { k0 = $2 }  f == 2 && /^rdma_prober_loop_wakeups_total/ { k1 = $2 }
     f == 1 && /^rdma_prober_poll_completions_total/ { p0 = $2 }  f == 2 && /^rdma_prober_poll_completions_total/ { p1 = $2 }
     f == 1 && /^rdma_prober_post_seconds_total/ { q0 = $2 }  f == 2 && /^rdma_prober_post_seconds_total/ { q1 = $2 }
+    f == 1 && /^rdma_prober_poll_seconds_total/ { v0 = $2 }  f == 2 && /^rdma_prober_poll_seconds_total/ { v1 = $2 }
     END { printf "links_up=%d probes=%d (%.1f/s) lost=%d window=%.1fs epoll wake-ups=%.1f/s completions found polling=%.1f/s",
                  up, s1 - s0, (s1 - s0) / w, lost, w, (k1 - k0) / w, (p1 - p0) / w
           if (q1 != "") printf " time in ibv_post_send=%.1f us/probe", (q1 - q0) / (s1 - s0) * 1e6
+          if (v1 != "") printf " polling=%.1f us/wake-up", (v1 - v0) / (k1 - k0) * 1e6
           printf "\n" }' "$W/c0" "$W/c1"
+  if [ -n "${SYSCALLS:-}" ]; then syscalls_per_probe "$bin" "$@"; fi
   for side in a b; do
     awk -v w="$w" -v hz="$HZ" -v side="$side" '
       FNR == 1 { f++ }
@@ -175,9 +179,26 @@ cpu_phase() {  # cpu_phase LABEL BINARY [EXTRA FLAGS...]
       }' "$W/t${side}0" "$W/t${side}1"
   done
 }
+syscalls_per_probe() {  # the loop thread's system calls per probe, counted by strace over 10 s
+  start_pair "$1" "$N" 1s "${@:2}"
+  sleep 8
+  local t s0 s1
+  for t in /proc/$A/task/*; do [ "$(cat "$t/comm")" = prober-loop ] && t=${t##*/} && break; done
+  s0=$(scrape | awk '/^rdma_prober_probes_sent_total/ { s += $NF } END { print s }')
+  timeout -s INT 10 strace -c -p "$t" 2>"$W/strace" >/dev/null
+  s1=$(scrape | awk '/^rdma_prober_probes_sent_total/ { s += $NF } END { print s }')
+  stop_pair
+  echo "  system calls of prober-loop per probe (strace -c, 10 s, $((s1 - s0)) probes):"
+  # strace -c columns: % time, seconds, usecs/call, calls, [errors,] syscall
+  awk -v n=$((s1 - s0)) '$1 ~ /^[0-9.]+$/ && $NF != "total" { printf "    %-14s %8d calls  %.3f per probe\n", $NF, $4, $4 / n }' "$W/strace"
+}
 FLOW_ARGS=()  # both builds with the same flows: the same probes per second
 if ((FLOWS > 1)); then FLOW_ARGS=(--collector.prober.flows="$FLOWS"); fi
 if [ -n "${BEFORE:-}" ]; then cpu_phase "before ($BEFORE)" "$BEFORE" "${FLOW_ARGS[@]}"; fi
 cpu_phase "after ($EXP, default poll window)" "$EXP" "${FLOW_ARGS[@]}"
 
-echo "== calibration: awk loop of 2e7 iterations: $(calibrate); $(calibrate) (compare: bench/prober/calibrate.sh on the host)"
+echo "== calibration (compare: bench/prober/calibrate.sh on the host)"
+echo "awk loop of 2e7 iterations: $(calibrate); $(calibrate)"
+B=$(dirname "$EXP")/bench
+for i in 1 2 3; do echo "C++, the loop's logic: $("$B/bench_prober_engine" 256 600 5 4 | tail -1)"; done
+for i in 1 2 3; do echo "kernel, a timer wake-up: $("$B/bench_prober_wake" 5000 200)"; done
