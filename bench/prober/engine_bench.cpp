@@ -1,7 +1,7 @@
 // User-space cost of the prober's loop logic (Engine + the loop's snapshot publication), with a
 // fake transport and a simulated clock, on the host: no verbs, no rxe, no TCG.
 //   bench_prober_engine [LINKS] [SIMULATED_SECONDS] [RTT_US] [FLOWS] [WAKE_GRID_US]
-// WAKE_GRID_US: the engine's wake grid (default 10000, what the collector sets at the default 1 s
+// WAKE_GRID_US: the engine's wake grid (default 50000, what the collector sets at the default 1 s
 // interval; 0: a wake-up per due time). Simulates LINKS peers of FLOWS flows each (default 1), every flow at 1 probe/s, every probe completing RTT_US after its post, with
 // the wake-ups of the real loop (collectors/prober/prober_collector.cpp: loop_main): one per due
 // probe (its completion is handled in the same wake-up by the bounded CQ poll) and one snapshot
@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   const int seconds = argc > 2 ? std::atoi(argv[2]) : 600;
   const int rtt_us = argc > 3 ? std::atoi(argv[3]) : 5;
   const int flows = argc > 4 ? std::max(1, std::atoi(argv[4])) : 1;
-  const int grid_us = argc > 5 ? std::max(0, std::atoi(argv[5])) : 10000;
+  const int grid_us = argc > 5 ? std::max(0, std::atoi(argv[5])) : 50000;
   FakeTransport t;
   t.rtt = std::chrono::microseconds(rtt_us);
   EngineConfig cfg;

@@ -30,14 +30,16 @@ A= B=
 trap 'kill $A $B 2>/dev/null' EXIT
 HZ=$(getconf CLK_TCK)
 
-echo "== ib_write_lat rxe0 -> rxe1 (-x 1 -n 1000 -s 2 -F)"
-ib_write_lat -d rxe1 -x 1 -n 1000 -s 2 -F >"$W/lat_srv" 2>&1 &
-sleep 1
-ib_write_lat -d rxe0 -x 1 -n 1000 -s 2 -F 10.77.0.2 >"$W/lat_cli" 2>&1
-wait
-grep -E '^ *2 ' "$W/lat_cli"
-TT=$(awk '/^ *2 +1000/ { print $5 }' "$W/lat_cli")
-echo "t_typical=${TT} us, 2 x t_typical=$(awk -v t="$TT" 'BEGIN { print 2 * t }') us"
+if [ "${ONLY:-}" != cpu ]; then  # the CPU phases do not need it; ib_write_lat has hung once in the guest
+  echo "== ib_write_lat rxe0 -> rxe1 (-x 1 -n 1000 -s 2 -F)"
+  timeout 120 ib_write_lat -d rxe1 -x 1 -n 1000 -s 2 -F >"$W/lat_srv" 2>&1 &
+  sleep 1
+  timeout 110 ib_write_lat -d rxe0 -x 1 -n 1000 -s 2 -F 10.77.0.2 >"$W/lat_cli" 2>&1
+  wait
+  grep -E '^ *2 ' "$W/lat_cli"
+  TT=$(awk '/^ *2 +1000/ { print $5 }' "$W/lat_cli")
+  echo "t_typical=${TT} us, 2 x t_typical=$(awk -v t="$TT" 'BEGIN { print 2 * t }') us"
+fi
 
 BUCKETS=$(awk 'BEGIN { for (i = 5; i <= 250; i += 5) printf "%s%.6f", (i > 5 ? "," : ""), i / 1e6
                         n = split("300 400 500 750 1000 2000 5000 10000 50000 100000", x, " ")

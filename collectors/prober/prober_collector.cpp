@@ -371,11 +371,12 @@ Settings settings_from(const exporter::CollectorSettings& s) {
   e.flow_rotation = s.duration("flow-rotation");  // 0: never
   e.window = s.positive_duration("window");
   e.pairing_refresh = s.positive_duration("pairing-refresh");
-  // Wake-ups on a 10 ms grid at the default 1 s interval (1 % of it, at least 1 ms): 256 peers x 4
-  // flows then cost at most 100 wake-ups a second instead of one per probe, each probe at most
-  // 1 % of an interval late, well inside its jitter.
-  e.wake_grid = std::clamp(std::chrono::duration_cast<std::chrono::microseconds>(e.interval) / 100,
-                           std::chrono::microseconds(1000), std::chrono::microseconds(10000));
+  // Wake-ups on a 50 ms grid at the default 1 s interval (5 % of it, at least 1 ms): 256 peers x 4
+  // flows then cost at most 20 wake-ups a second instead of one per probe, each probe at most
+  // 5 % of an interval late, inside its +-10 % jitter. A timer wake-up is the loop's main kernel
+  // cost on hardware (tens of microseconds of CPU each), a probe's post and poll are not.
+  e.wake_grid = std::clamp(std::chrono::duration_cast<std::chrono::microseconds>(e.interval) / 20,
+                           std::chrono::microseconds(1000), std::chrono::microseconds(50000));
   out.peers_limit = static_cast<std::size_t>(s.integer("peers-limit", 1, 1000000));
   auto& t = out.transport;
   t.device_regex = s.string("device");
