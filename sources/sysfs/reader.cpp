@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <utility>
@@ -212,7 +213,12 @@ ReadError KeptDir::refresh(const KeptDir* parent, const DirIdentity* known) {
   if (below && dir_fd_ < 0 && dir_error_ == ReadError::kNotFound && absent_under_ == parent->generation())
     return dir_error_;
   absent_under_ = 0;
+  // Open under a parent that has kept its identity since (it is reopened when it changes, or at
+  // every refresh while racy): no entry of it was added, removed or renamed, so the name still
+  // names this directory, and its descriptor shows its own changes (an fstat, no path walk).
+  const bool same_name = below && dir_fd_ >= 0 && opened_under_ != 0 && opened_under_ == parent->generation();
   auto now_id = known       ? Result<DirIdentity>::success(*known)
+                : same_name ? DirIdentity::of(dir_fd_)
                 : below     ? DirIdentity::of(parent->dir_fd_, path_.c_str() + above.size() + 1)
                             : DirIdentity::of(path_);
   if (!now_id) {
@@ -236,7 +242,9 @@ ReadError KeptDir::refresh(const KeptDir* parent, const DirIdentity* known) {
   }
   dir_error_ = ReadError::kNone;
   dir_errno_ = 0;
-  ++generation_;
+  static std::atomic<std::uint64_t> openings{0};
+  generation_ = ++openings;
+  opened_under_ = below ? parent->generation() : 0;
   identity_ = opened.value;
   racy_ = !identity_.settled(racy_seconds_);
   return ReadError::kNone;

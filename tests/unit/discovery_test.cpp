@@ -119,3 +119,39 @@ TEST_CASE("Discovery sees a netdev renamed, added or removed under a reused walk
   REQUIRE(h->devices[0].ports[0].netdevs.size() == 1);
   CHECK(h->devices[0].ports[0].netdevs[0].name == "ibp1s0.8001");
 }
+
+// Only the device is looked up by name at each scrape; ports/ and each port are checked through
+// the descriptors the walk kept open: a port directory replaced is seen through ports/, and an
+// entry added in a port through the port's own descriptor.
+TEST_CASE("Discovery walks again a device whose port directory was replaced or changed under a kept walk") {
+  TempTree t("discovery");
+  write_device(t, "mlx5_0", "InfiniBand");
+  const std::string ports = t.root() + "/class/infiniband/mlx5_0/ports";
+  const Discoverer d(DiscoveryOptions{t.root(), "", "", 0});
+  auto h = d.discover();
+  REQUIRE(h->devices.size() == 1);
+  REQUIRE(h->devices[0].ports[0].identity);
+  const auto first = *h->devices[0].ports[0].identity;
+
+  // Replaced by rename: ports/ changes.
+  t.write("class/infiniband/mlx5_0/ports/new/link_layer", "Ethernet\n");
+  std::filesystem::remove_all(ports + "/1");
+  std::filesystem::rename(ports + "/new", ports + "/1");
+  age(ports);
+  h = d.discover();
+  REQUIRE(h->devices[0].ports.size() == 1);
+  CHECK(h->devices[0].ports[0].link_layer == LinkLayer::kEthernet);
+  REQUIRE(h->devices[0].ports[0].identity);
+  const auto replaced = *h->devices[0].ports[0].identity;
+  CHECK_FALSE(replaced == first);
+  CHECK(*d.discover()->devices[0].ports[0].identity == replaced);  // still: the kept walk
+
+  // An entry added in the port (ports/ unchanged): the port's identity moves, the walk is taken
+  // again (the link layer, rewritten in place, is read again with it).
+  t.write("class/infiniband/mlx5_0/ports/1/link_layer", "InfiniBand\n");
+  t.write("class/infiniband/mlx5_0/ports/1/counters/symbol_error", "0\n");
+  h = d.discover();
+  REQUIRE(h->devices[0].ports[0].identity);
+  CHECK_FALSE(*h->devices[0].ports[0].identity == replaced);
+  CHECK(h->devices[0].ports[0].link_layer == LinkLayer::kInfiniBand);
+}
