@@ -56,6 +56,12 @@ struct PortState {
   LabelSet base;
   std::string counters_path, legacy_path;
   std::vector<Result<std::uint64_t>> values;
+  // counters/'s files' definitions by index in its listing, and whether it has the unicast
+  // counters, looked up once per listing (the directory's KeptDir::generation()): comparing each
+  // name against the tables at every scrape showed in the profile under bench/port.
+  std::vector<const CounterDef*> defs;
+  std::uint64_t defs_generation = 0;
+  bool has_unicast = false;
   bool used = false;
 };
 
@@ -242,14 +248,19 @@ class PortCollector final : public exporter::Collector {
     if (!names) {
       report_unless_absent(ctx.errors, names.error, dir);
     } else if (!all_not_available) {
-      bool has_unicast = false;
-      for (const auto& name : *names.value)
-        if (name == "unicast_xmit_packets") has_unicast = true;
-      const std::uint8_t data_width = data_counter_width(has_unicast, dev.driver);
+      if (st.defs_generation != kept.generation() || st.defs.size() != names.value->size()) {
+        st.defs.clear();
+        st.has_unicast = false;
+        for (const auto& name : *names.value) {
+          st.defs.push_back(find_counter(name));
+          st.has_unicast |= name == "unicast_xmit_packets";
+        }
+        st.defs_generation = kept.generation();
+      }
+      const std::uint8_t data_width = data_counter_width(st.has_unicast, dev.driver);
       for (std::size_t i = 0; i < values.size(); ++i) {
-        const std::string& name = (*names.value)[i];
-        const CounterDef* def = find_counter(name);
-        emit_counter(ctx, dir, name, values[i], def, def && def->width == 0 ? data_width : 0, base, out);
+        const CounterDef* def = st.defs[i];
+        emit_counter(ctx, dir, (*names.value)[i], values[i], def, def && def->width == 0 ? data_width : 0, base, out);
       }
     }
   }
