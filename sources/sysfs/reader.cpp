@@ -354,7 +354,16 @@ Result<std::uint64_t> KeptDir::u64_of_page(const char* name, int* slot) {
   return R::success(*v);
 }
 
-Result<std::string> KeptDir::read_attribute(const char* name) { return attribute_of(read_file(name)); }
+// As attribute_of(read_file(name)), trimmed in the page: one string made instead of two.
+Result<std::string> KeptDir::read_attribute(const char* name) {
+  using R = Result<std::string>;
+  char buf[4096];
+  auto n = read_page(name, buf, sizeof buf);
+  if (!n) return R::failure(n.error, n.sys_errno);
+  const std::string_view text(buf, n.value);
+  if (is_not_available(text)) return R::failure(ReadError::kNotAvailable);
+  return R::success(std::string(trim_value(text)));
+}
 
 KeptDir& KeptDirs::at(const std::string& path, const KeptDir* parent, const DirIdentity* known) {
   KeptDir* dir;
