@@ -59,7 +59,7 @@ MetricFamily& MetricSink::family(std::string_view name, MetricType type, std::st
 
 void MetricSink::add(std::string_view name, MetricType type, std::string_view help, Labels labels,
                      SampleValue value) {
-  family(name, type, help).samples.push_back(Sample{std::move(labels), std::move(value)});
+  family(name, type, help).samples.emplace_back(std::move(labels), std::move(value));
 }
 
 LabelSet::LabelSet(Labels labels) {
@@ -89,7 +89,9 @@ Labels Sample::all_labels() const {
 
 void MetricSink::add(const LabelSet& set, std::string_view name, MetricType type, std::string_view help,
                      SampleValue value, std::string_view extra_name, std::string_view extra_value) {
-  family(name, type, help).samples.push_back(Sample{{}, std::move(value), set, extra_name, extra_value});
+  // Made in place: a Sample is 144 bytes, and a temporary moved in and destroyed, at ~800 samples a
+  // scrape of the port collector, showed in the profile under bench/port.
+  family(name, type, help).samples.emplace_back(Labels{}, std::move(value), set, extra_name, extra_value);
 }
 
 void MetricSink::append(MetricSink&& other) {
