@@ -62,6 +62,8 @@ struct PortState {
   std::vector<const CounterDef*> defs;
   std::uint64_t defs_generation = 0;
   bool has_unicast = false;
+  // Where kept_ has the port's directories: found without hashing their paths at each scrape.
+  sysfs::KeptDirs::Ref dir_ref, counters_ref, legacy_ref;
   bool used = false;
 };
 
@@ -74,6 +76,7 @@ struct DeviceState {
   LabelSet info;
   std::uint64_t info_generation = 0;
   std::string info_fw_ver, info_node_desc;
+  sysfs::KeptDirs::Ref dir_ref;  // as PortState's
   bool used = false;
 };
 
@@ -101,8 +104,10 @@ class PortCollector final : public exporter::Collector {
     exporter::for_each_parallel(ctx.host.devices, slow ? kMaxThreads : 1, out,
                                 [&](const model::DeviceModel& dev, MetricSink& s) {
                                   const auto t0 = std::chrono::steady_clock::now();
-                                  collect_device(ctx, dev, devices_.at(dev.path), s);
-                                  for (const auto& port : dev.ports) collect_port(ctx, dev, port, ports_.at(port.path), s);
+                                  DeviceState& dst = devices_.at(dev.path);
+                                  collect_device(ctx, dev, dst, s);
+                                  for (const auto& port : dev.ports)
+                                    collect_port(ctx, dev, dst, port, ports_.at(port.path), s);
                                   work_ns += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                                             std::chrono::steady_clock::now() - t0)
                                                                             .count());
@@ -118,14 +123,14 @@ class PortCollector final : public exporter::Collector {
 
  private:
   // The device's directory, checked against the identity discovery stat'ed in this scrape where it has one.
-  sysfs::KeptDir& device_dir(const model::DeviceModel& dev) {
-    return kept_.at(dev.path, nullptr, dev.identity ? &*dev.identity : nullptr);
+  sysfs::KeptDir& device_dir(const model::DeviceModel& dev, DeviceState& st) {
+    return kept_.at(st.dir_ref, dev.path, nullptr, dev.identity ? &*dev.identity : nullptr);
   }
 
   void collect_device(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev, DeviceState& st,
                       MetricSink& out) {
     sysfs::DeviceAttributes& a = st.attributes;
-    sysfs::read_device_attributes(device_dir(dev), a);
+    sysfs::read_device_attributes(device_dir(dev, st), a);
     for (auto [name, err] : {std::pair{"node_type", a.node_type.error}, {"node_guid", a.node_guid.error},
                              {"sys_image_guid", a.sys_image_guid.error}, {"fw_ver", a.fw_ver.error}})
       if (err != ReadError::kNone) ctx.errors.report_read(err, dev.path + "/" + name);
@@ -155,8 +160,8 @@ class PortCollector final : public exporter::Collector {
                   1);
   }
 
-  void collect_port(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev, const model::PortModel& port,
-                    PortState& st, MetricSink& out) {
+  void collect_port(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev, DeviceState& dst,
+                    const model::PortModel& port, PortState& st, MetricSink& out) {
     const LabelSet& base = st.base;
     out.gauge_u64(base, "rdma_port_info", "RDMA port: its link layer (InfiniBand, Ethernet or Unknown). Always 1.", 1,
                   "link_layer", model::link_layer_label(port.link_layer));
@@ -172,7 +177,8 @@ class PortCollector final : public exporter::Collector {
     }
 
     // The device's directory, refreshed by collect_device: the port's stats look up from it.
-    sysfs::KeptDir& attrs = kept_.at(port.path, &device_dir(dev), port.identity ? &*port.identity : nullptr);
+    sysfs::KeptDir& attrs =
+        kept_.at(st.dir_ref, port.path, &device_dir(dev, dst), port.identity ? &*port.identity : nullptr);
     auto a = sysfs::read_port_attributes(attrs);
     auto gauge_if = [&](const char* file, const char* name, const char* help, const auto& r, auto value_of) {
       if (r.ok()) out.gauge(base, name, help, static_cast<double>(value_of(r.value)));
@@ -194,8 +200,8 @@ class PortCollector final : public exporter::Collector {
     std::uint64_t mads = 0;
     const bool by_mad = collect_counters_mad(ctx, dev, port, a, base, out, mads);
     // A port read with MADs leaves counters/ and counters_ext/ alone (the sweep closes them).
-    sysfs::KeptDir* counters = by_mad ? nullptr : &kept_.at(st.counters_path, &attrs);
-    sysfs::KeptDir* legacy = by_mad ? nullptr : &kept_.at(st.legacy_path, &attrs);
+    sysfs::KeptDir* counters = by_mad ? nullptr : &kept_.at(st.counters_ref, st.counters_path, &attrs);
+    sysfs::KeptDir* legacy = by_mad ? nullptr : &kept_.at(st.legacy_ref, st.legacy_path, &attrs);
     if (!by_mad) {
       collect_counters(ctx, dev, port, st, *counters, out);
       collect_legacy(ctx, st, *legacy, out);

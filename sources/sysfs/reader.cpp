@@ -365,24 +365,42 @@ Result<std::string> KeptDir::read_attribute(const char* name) {
   return R::success(std::string(trim_value(text)));
 }
 
-KeptDir& KeptDirs::at(const std::string& path, const KeptDir* parent, const DirIdentity* known) {
-  KeptDir* dir;
+KeptDirs::Entry& KeptDirs::entry(const std::string& path, const KeptDir* parent, const DirIdentity* known) {
+  Entry* e;
   bool first;
   {
     std::lock_guard lock(mu_);
-    auto& e = dirs_[path];
-    if (!e.dir) e.dir = std::make_unique<KeptDir>(path);
-    first = !std::exchange(e.used, true);
-    dir = e.dir.get();
+    e = &dirs_[path];
+    if (!e->dir) e->dir = std::make_unique<KeptDir>(path);
+    first = !std::exchange(e->used, true);
   }
-  if (first) dir->refresh(parent, known);  // its error is the directory's: reads answer it
-  return *dir;
+  if (first) e->dir->refresh(parent, known);  // its error is the directory's: reads answer it
+  return *e;
+}
+
+KeptDir& KeptDirs::at(const std::string& path, const KeptDir* parent, const DirIdentity* known) {
+  return *entry(path, parent, known).dir;
+}
+
+KeptDir& KeptDirs::at(Ref& ref, const std::string& path, const KeptDir* parent, const DirIdentity* known) {
+  const std::uint64_t cycle = cycle_.load(std::memory_order_relaxed);
+  // Asked for in the last cycle, the sweep that ended it kept the entry; in this one, no sweep since.
+  // Each path is used by one thread at a time, and sweep() runs when none is: its used flag is this
+  // thread's to set.
+  if (ref.entry_ && ref.cycle_ + 1 >= cycle && ref.entry_->dir->path() == path) {
+    if (!std::exchange(ref.entry_->used, true)) ref.entry_->dir->refresh(parent, known);
+  } else {
+    ref.entry_ = &entry(path, parent, known);
+  }
+  ref.cycle_ = cycle;
+  return *ref.entry_->dir;
 }
 
 void KeptDirs::sweep() {
   std::lock_guard lock(mu_);
   std::erase_if(dirs_, [](const auto& kv) { return !kv.second.used; });
   for (auto& [path, e] : dirs_) e.used = false;
+  cycle_.fetch_add(1, std::memory_order_relaxed);
 }
 
 std::size_t KeptDirs::descriptors() const {

@@ -2,6 +2,7 @@
 // system call each, no iostreams, so a scrape costs little more than the kernel's own work.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <ctime>
 #include <memory>
@@ -181,9 +182,20 @@ class KeptDir {
 // port gone) is closed by sweep() at the end of that scrape. at() may be called from the threads of
 // one collection at once; each path is used by one thread at a time (one device per thread).
 class KeptDirs {
+  struct Entry;
+
  public:
   // The directory, refreshed on its first use since the last sweep(); parent as in KeptDir::refresh.
   KeptDir& at(const std::string& path, const KeptDir* parent = nullptr, const DirIdentity* known = nullptr);
+  // Where a caller last found a path's directory (a port's state keeps one per directory it
+  // reads): at() through it finds the directory without hashing the path under the lock, while
+  // no sweep() can have closed it (asked for in this cycle or the last). One Ref per path.
+  class Ref {
+    friend class KeptDirs;
+    Entry* entry_ = nullptr;
+    std::uint64_t cycle_ = 0;
+  };
+  KeptDir& at(Ref& ref, const std::string& path, const KeptDir* parent = nullptr, const DirIdentity* known = nullptr);
   void sweep();
   std::size_t descriptors() const;
 
@@ -192,8 +204,10 @@ class KeptDirs {
     std::unique_ptr<KeptDir> dir;
     bool used = false;
   };
+  Entry& entry(const std::string& path, const KeptDir* parent, const DirIdentity* known);
   mutable std::mutex mu_;
-  std::unordered_map<std::string, Entry> dirs_;
+  std::unordered_map<std::string, Entry> dirs_;  // node-based: an Entry stays where it is until erased
+  std::atomic<std::uint64_t> cycle_{1};  // sweeps + 1
 };
 
 }  // namespace rdma::sysfs

@@ -239,6 +239,25 @@ TEST_CASE("KeptDirs closes the directories a scrape did not ask for") {
   CHECK(dirs.descriptors() == 2);
 }
 
+TEST_CASE("KeptDirs finds a directory through a caller's Ref while no sweep has closed it") {
+  TempTree t("kept");
+  t.write("d1/a", "1\n");
+  const std::string path = t.root() + "/d1";
+  KeptDirs dirs;
+  KeptDirs::Ref ref;
+  KeptDir* first = &dirs.at(ref, path);
+  CHECK(first->read_u64("a").value == 1);
+  CHECK(&dirs.at(path) == first);  // the same entry by path
+  dirs.sweep();
+  CHECK(&dirs.at(ref, path) == first);  // asked for in the last cycle: kept
+  CHECK(dirs.at(ref, path).read_u64("a").value == 1);
+  dirs.sweep();
+  dirs.sweep();  // a cycle without it: closed, and the Ref no longer trusted
+  CHECK(dirs.descriptors() == 0);
+  CHECK(dirs.at(ref, path).read_u64("a").value == 1);
+  CHECK(dirs.descriptors() == 2);
+}
+
 // The premise on a real kernel: a sysfs attribute kept open and read again at offset 0 runs its
 // show() again. lo's transmit counter moves with each datagram sent to 127.0.0.1.
 TEST_CASE("A kept sysfs attribute read with pread at offset 0 is current (real kernel sysfs)") {
