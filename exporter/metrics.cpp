@@ -75,10 +75,12 @@ LabelSet::LabelSet(Labels labels) {
   data_ = std::move(d);
 }
 
-const Labels& LabelSet::labels() const {
-  static const Labels none;
-  return data_ ? data_->labels : none;
+namespace {
+const Labels kNoLabels;
 }
+
+const Labels& LabelSet::labels() const { return data_ ? data_->labels : kNoLabels; }
+const Labels& LabelSet::View::labels() const { return data_ ? data_->labels : kNoLabels; }
 
 Labels Sample::all_labels() const {
   Labels all = set.labels();
@@ -91,7 +93,8 @@ void MetricSink::add(const LabelSet& set, std::string_view name, MetricType type
                      SampleValue value, std::string_view extra_name, std::string_view extra_value) {
   // Made in place: a Sample is 144 bytes, and a temporary moved in and destroyed, at ~800 samples a
   // scrape of the port collector, showed in the profile under bench/port.
-  family(name, type, help).samples.emplace_back(Labels{}, std::move(value), set, extra_name, extra_value);
+  if (sets_.empty() || !sets_.back().same(set)) sets_.push_back(set);
+  family(name, type, help).samples.emplace_back(Labels{}, std::move(value), set.view(), extra_name, extra_value);
 }
 
 void MetricSink::append(MetricSink&& other) {
@@ -105,6 +108,8 @@ void MetricSink::append(MetricSink&& other) {
     }
   }
   for (auto& r : other.rendered_) rendered_.push_back(std::move(r));
+  for (auto& set : other.sets_) sets_.push_back(std::move(set));  // the moved samples' views point into these
+  other.sets_.clear();
   other.families_.clear();
   other.index_.clear();
   other.recent_ = {};
