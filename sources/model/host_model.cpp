@@ -233,9 +233,19 @@ std::shared_ptr<const HostModel> Discoverer::discover() const {
     // No RDMA subsystem at all is normal (not an issue); anything else is.
     if (devs.error != ReadError::kNotFound) host->issues.push_back({class_dir, devs.error});
     walked_.clear();
+    last_.reset();
     return host;
   }
   std::map<std::string, std::shared_ptr<const Walked>> walked;  // what the next scrape may reuse
+  // Each device as found in this scrape, built into the model once all are checked.
+  struct Found {
+    std::shared_ptr<const Walked> w;
+    bool trusted;
+    std::vector<FunctionNetdev> fresh_netdevs;  // device/net as read now where it is not kept
+  };
+  std::vector<Found> found;
+  found.reserve(devs.value.size());
+  bool unchanged = true;  // every device's walk and device/net listing reused
   for (auto& name : devs.value) {
     if (!selected(name)) {
       host->excluded.push_back(name);
@@ -245,6 +255,7 @@ std::shared_ptr<const HostModel> Discoverer::discover() const {
     bool trusted = true;  // the walk's identities are all taken and current
     if (auto it = walked_.find(name); it != walked_.end() && it->second->still(cls.value.fd(), opts_.racy_seconds))
       w = it->second;
+    unchanged = unchanged && w;
     if (!w) {
       auto fresh = std::make_shared<Walked>();
       DeviceModel& dev = fresh->dev;
@@ -297,19 +308,37 @@ std::shared_ptr<const HostModel> Discoverer::discover() const {
     } else {
       walked.emplace(name, w);
     }
-    DeviceModel dev = w->dev;
-    if (trusted) {
-      dev.identity = w->ids[0];
-      for (std::size_t i = 0; i < dev.ports.size(); ++i) dev.ports[i].identity = w->ids[2 + i];
-    }
     std::vector<FunctionNetdev> fresh_netdevs;
-    if (!w->netdevs || !w->netdevs->still(w->dir.fd(), opts_.racy_seconds))
-      w->netdevs = NetdevListing::read(dev.path, opts_.racy_seconds, fresh_netdevs);
-    const auto& function = w->netdevs ? w->netdevs->list : fresh_netdevs;
-    for (auto& port : dev.ports) resolve_netdevs(port, opts_.sysfs_root, w->rxe_parent, function);
-    host->devices.push_back(std::move(dev));
+    const bool listing_kept = w->netdevs && w->netdevs->still(w->dir.fd(), opts_.racy_seconds);
+    if (!listing_kept) w->netdevs = NetdevListing::read(w->dev.path, opts_.racy_seconds, fresh_netdevs);
+    // A RoCE port's netdevs are read at every scrape (gid_attrs/ndevs, bond slaves).
+    unchanged = unchanged && listing_kept &&
+                std::none_of(w->dev.ports.begin(), w->dev.ports.end(),
+                             [](const PortModel& p) { return p.link_layer == LinkLayer::kEthernet; });
+    found.push_back(Found{std::move(w), trusted, std::move(fresh_netdevs)});
   }
   walked_ = std::move(walked);  // devices gone, or walked with a problem, leave it
+  // The same devices, each from the walk and the device/net listing it was built from last time:
+  // last time's model is this one (copying each device's model and resolving its netdevs again
+  // showed in the profile under bench/port).
+  auto same_devices = [&] {
+    if (!last_ || last_->devices.size() != found.size() || last_->excluded != host->excluded) return false;
+    for (std::size_t i = 0; i < found.size(); ++i)
+      if (last_->devices[i].name != found[i].w->dev.name) return false;
+    return true;
+  };
+  if (unchanged && host->issues.empty() && same_devices()) return last_;
+  for (const auto& f : found) {
+    DeviceModel dev = f.w->dev;
+    if (f.trusted) {
+      dev.identity = f.w->ids[0];
+      for (std::size_t i = 0; i < dev.ports.size(); ++i) dev.ports[i].identity = f.w->ids[2 + i];
+    }
+    const auto& function = f.w->netdevs ? f.w->netdevs->list : f.fresh_netdevs;
+    for (auto& port : dev.ports) resolve_netdevs(port, opts_.sysfs_root, f.w->rxe_parent, function);
+    host->devices.push_back(std::move(dev));
+  }
+  last_ = host;
   return host;
 }
 

@@ -21,6 +21,17 @@ void write_device(const TempTree& t, const std::string& dev, const std::string& 
   t.write("class/infiniband/" + dev + "/device/net/ib0/dev_id", "0x0\n");
   for (const char* d : {"", "/ports", "/ports/1"}) age(t.root() + "/class/infiniband/" + dev + d);
 }
+// mlx5_0, InfiniBand, with its device/net still, and a discoverer that trusts directories at
+// once (racy 0: the tests set their times themselves).
+struct StillDevice {
+  TempTree t{"discovery"};
+  std::string net = t.root() + "/class/infiniband/mlx5_0/device/net";
+  Discoverer d{DiscoveryOptions{t.root(), "", "", 0}};
+  StillDevice() {
+    write_device(t, "mlx5_0", "InfiniBand");
+    age(net);
+  }
+};
 }  // namespace
 
 TEST_CASE("Discovery reuses a still device's walk, and walks a device registered anew or a port added") {
@@ -91,11 +102,10 @@ TEST_CASE("Discovery walks again a device whose last walk met a problem, and rep
 // device/net's listing is kept with the walk and checked at each scrape (its identity, each
 // entry's inode): a netdev renamed, added or removed under a reused walk is seen at the next scrape.
 TEST_CASE("Discovery sees a netdev renamed, added or removed under a reused walk") {
-  TempTree t("discovery");
-  write_device(t, "mlx5_0", "InfiniBand");
-  const std::string net = t.root() + "/class/infiniband/mlx5_0/device/net";
-  age(net);
-  const Discoverer d(DiscoveryOptions{t.root(), "", "", 0});
+  const StillDevice s;
+  const TempTree& t = s.t;
+  const std::string& net = s.net;
+  const Discoverer& d = s.d;
   REQUIRE(d.discover()->devices[0].ports[0].netdevs.size() == 1);
   CHECK(d.discover()->devices[0].ports[0].netdevs[0].name == "ib0");  // the kept listing
 
@@ -154,4 +164,34 @@ TEST_CASE("Discovery walks again a device whose port directory was replaced or c
   REQUIRE(h->devices[0].ports[0].identity);
   CHECK_FALSE(*h->devices[0].ports[0].identity == replaced);
   CHECK(h->devices[0].ports[0].link_layer == LinkLayer::kInfiniBand);
+}
+
+TEST_CASE("Discovery returns the last model again while nothing of it changed, and a new one when it did") {
+  const StillDevice s;
+  const TempTree& t = s.t;
+  const std::string& net = s.net;
+  const Discoverer& d = s.d;
+  const auto first = d.discover();
+  CHECK(d.discover() == first);
+
+  REQUIRE(std::rename((net + "/ib0").c_str(), (net + "/ibp1s0").c_str()) == 0);
+  age(net);
+  const auto renamed = d.discover();
+  CHECK(renamed != first);
+  REQUIRE(renamed->devices[0].ports[0].netdevs.size() == 1);
+  CHECK(renamed->devices[0].ports[0].netdevs[0].name == "ibp1s0");
+  CHECK(d.discover() == renamed);
+
+  // A device added: a new model with both.
+  write_device(t, "mlx5_1", "InfiniBand");
+  const auto two = d.discover();
+  CHECK(two != renamed);
+  CHECK(two->devices.size() == 2);
+
+  // A RoCE port's netdevs are read at every scrape (its GID bindings can change under it): never
+  // the last model again.
+  write_device(t, "mlx5_2", "Ethernet");
+  const auto roce = d.discover();
+  CHECK(roce->devices.size() == 3);
+  CHECK(d.discover() != roce);
 }
