@@ -36,8 +36,11 @@ std::string_view intern(std::string_view s) {
     std::string_view interned;
   };
   constexpr std::size_t kSeen = 256;
-  thread_local std::array<Seen, kSeen> seen{};
-  Seen& hit = seen[(reinterpret_cast<std::uintptr_t>(s.data()) >> 3) % kSeen];
+  // Allocated by the threads that intern (collectors' workers), not in every thread's TLS block:
+  // the HTTP server's dozens of threads would each carry (and touch) 6 KiB.
+  thread_local std::unique_ptr<std::array<Seen, kSeen>> seen;
+  if (!seen) seen = std::make_unique<std::array<Seen, kSeen>>();
+  Seen& hit = (*seen)[(reinterpret_cast<std::uintptr_t>(s.data()) >> 3) % kSeen];
   if (hit.data == s.data() && hit.interned == s) return hit.interned;
   static std::mutex mu;
   static std::unordered_set<std::string, Hash, std::equal_to<>> strings;  // nodes never move
