@@ -236,7 +236,8 @@ std::shared_ptr<const HostModel> Discoverer::discover() const {
     last_.reset();
     return host;
   }
-  std::map<std::string, std::shared_ptr<const Walked>> walked;  // what the next scrape may reuse
+  // walked_ keeps what the next scrape may reuse: devices gone, or walked again, leave it.
+  std::erase_if(walked_, [&](const auto& kv) { return !std::binary_search(devs.value.begin(), devs.value.end(), kv.first); });
   // Each device as found in this scrape, built into the model once all are checked.
   struct Found {
     std::shared_ptr<const Walked> w;
@@ -257,6 +258,7 @@ std::shared_ptr<const HostModel> Discoverer::discover() const {
       w = it->second;
     unchanged = unchanged && w;
     if (!w) {
+      walked_.erase(name);
       auto fresh = std::make_shared<Walked>();
       DeviceModel& dev = fresh->dev;
       dev.name = name;
@@ -304,9 +306,7 @@ std::shared_ptr<const HostModel> Discoverer::discover() const {
       }
       w = fresh;
       trusted = keep;
-      if (keep) walked.emplace(name, w);
-    } else {
-      walked.emplace(name, w);
+      if (keep) walked_.emplace(name, w);
     }
     std::vector<FunctionNetdev> fresh_netdevs;
     const bool listing_kept = w->netdevs && w->netdevs->still(w->dir.fd(), opts_.racy_seconds);
@@ -317,7 +317,6 @@ std::shared_ptr<const HostModel> Discoverer::discover() const {
                              [](const PortModel& p) { return p.link_layer == LinkLayer::kEthernet; });
     found.push_back(Found{std::move(w), trusted, std::move(fresh_netdevs)});
   }
-  walked_ = std::move(walked);  // devices gone, or walked with a problem, leave it
   // The same devices, each from the walk and the device/net listing it was built from last time:
   // last time's model is this one (copying each device's model and resolving its netdevs again
   // showed in the profile under bench/port).
