@@ -167,7 +167,8 @@ Scraper::Config scraper_config(const Options& o) {
 std::unique_ptr<Scraper> build_scraper(const Options& o) { return std::make_unique<Scraper>(scraper_config(o)); }
 
 // The port collector keeps its sysfs files open between scrapes: 37 descriptors for a one-port
-// mlx5 device (9 device, 6 port, 22 counters/), about 300 on an 8-NIC host, beside up to 72 HTTP
+// mlx5 device (9 device, 6 port, 22 counters/), and the discovery 4 (the device's directory,
+// ports/, each port, device/net), about 330 on an 8-NIC host, beside up to 72 HTTP
 // threads' sockets, well under the usual soft limit of 1,024, but a host with many ports or VFs
 // could reach it. As Go programs do since Go 1.19, the soft limit is raised to the hard one
 // (systemd's default hard limit is 524,288); select() is not used (CivetWeb polls), so a

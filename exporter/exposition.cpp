@@ -9,12 +9,25 @@
 namespace rdma::exporter {
 namespace {
 
-void append_help(std::string& out, std::string_view help) {
-  for (char c : help) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+// v with each character escape() gives a replacement for written as that replacement; runs
+// without one appended in one piece. A plain loop: find_first_of calls memchr once per character
+// of these short values.
+template <class Escape>
+void append_escaping(std::string& out, std::string_view v, Escape escape) {
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const char* replacement = escape(v[i]);
+    if (!replacement) continue;
+    out.append(v.data() + start, i - start);
+    out += replacement;
+    start = i + 1;
   }
+  out.append(v.data() + start, v.size() - start);
+}
+
+// A help text is ~100 characters, and every family's is written at each scrape.
+void append_help(std::string& out, std::string_view help) {
+  append_escaping(out, help, [](char c) { return c == '\\' ? "\\\\" : c == '\n' ? "\\n" : nullptr; });
 }
 
 void append_labels(std::string& out, const Labels& labels, std::string_view extra_name = {},
@@ -81,17 +94,9 @@ void write_histogram(std::string& out, std::string_view name, const Labels& labe
 }  // namespace
 
 void append_escaped_label_value(std::string& out, std::string_view v) {
-  // Runs without a character to escape (nearly every value) are appended in one piece. A plain
-  // loop: find_first_of calls memchr once per character of these short values.
-  std::size_t start = 0;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    const char c = v[i];
-    if (c != '\\' && c != '"' && c != '\n') continue;
-    out.append(v.data() + start, i - start);
-    out += c == '\\' ? "\\\\" : c == '"' ? "\\\"" : "\\n";
-    start = i + 1;
-  }
-  out.append(v.data() + start, v.size() - start);
+  append_escaping(out, v, [](char c) {
+    return c == '\\' ? "\\\\" : c == '"' ? "\\\"" : c == '\n' ? "\\n" : nullptr;
+  });
 }
 
 void append_double(std::string& out, double v) {

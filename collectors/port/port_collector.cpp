@@ -56,6 +56,14 @@ struct PortState {
   LabelSet base;
   std::string counters_path, legacy_path;
   std::vector<Result<std::uint64_t>> values;
+  // counters/'s files' definitions by index in its listing, and whether it has the unicast
+  // counters, looked up once per listing (the directory's KeptDir::generation()): comparing each
+  // name against the tables at every scrape showed in the profile under bench/port.
+  std::vector<const CounterDef*> defs;
+  std::uint64_t defs_generation = 0;
+  bool has_unicast = false;
+  // Where kept_ has the port's directories: found without hashing their paths at each scrape.
+  sysfs::KeptDirs::Ref dir_ref, counters_ref, legacy_ref;
   bool used = false;
 };
 
@@ -68,6 +76,7 @@ struct DeviceState {
   LabelSet info;
   std::uint64_t info_generation = 0;
   std::string info_fw_ver, info_node_desc;
+  sysfs::KeptDirs::Ref dir_ref;  // as PortState's
   bool used = false;
 };
 
@@ -95,8 +104,10 @@ class PortCollector final : public exporter::Collector {
     exporter::for_each_parallel(ctx.host.devices, slow ? kMaxThreads : 1, out,
                                 [&](const model::DeviceModel& dev, MetricSink& s) {
                                   const auto t0 = std::chrono::steady_clock::now();
-                                  collect_device(ctx, dev, devices_.at(dev.path), s);
-                                  for (const auto& port : dev.ports) collect_port(ctx, dev, port, ports_.at(port.path), s);
+                                  DeviceState& dst = devices_.at(dev.path);
+                                  collect_device(ctx, dev, dst, s);
+                                  for (const auto& port : dev.ports)
+                                    collect_port(ctx, dev, dst, port, ports_.at(port.path), s);
                                   work_ns += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                                             std::chrono::steady_clock::now() - t0)
                                                                             .count());
@@ -112,14 +123,14 @@ class PortCollector final : public exporter::Collector {
 
  private:
   // The device's directory, checked against the identity discovery stat'ed in this scrape where it has one.
-  sysfs::KeptDir& device_dir(const model::DeviceModel& dev) {
-    return kept_.at(dev.path, nullptr, dev.identity ? &*dev.identity : nullptr);
+  sysfs::KeptDir& device_dir(const model::DeviceModel& dev, DeviceState& st) {
+    return kept_.at(st.dir_ref, dev.path, nullptr, dev.identity ? &*dev.identity : nullptr);
   }
 
   void collect_device(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev, DeviceState& st,
                       MetricSink& out) {
     sysfs::DeviceAttributes& a = st.attributes;
-    sysfs::read_device_attributes(device_dir(dev), a);
+    sysfs::read_device_attributes(device_dir(dev, st), a);
     for (auto [name, err] : {std::pair{"node_type", a.node_type.error}, {"node_guid", a.node_guid.error},
                              {"sys_image_guid", a.sys_image_guid.error}, {"fw_ver", a.fw_ver.error}})
       if (err != ReadError::kNone) ctx.errors.report_read(err, dev.path + "/" + name);
@@ -149,8 +160,8 @@ class PortCollector final : public exporter::Collector {
                   1);
   }
 
-  void collect_port(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev, const model::PortModel& port,
-                    PortState& st, MetricSink& out) {
+  void collect_port(const exporter::ScrapeContext& ctx, const model::DeviceModel& dev, DeviceState& dst,
+                    const model::PortModel& port, PortState& st, MetricSink& out) {
     const LabelSet& base = st.base;
     out.gauge_u64(base, "rdma_port_info", "RDMA port: its link layer (InfiniBand, Ethernet or Unknown). Always 1.", 1,
                   "link_layer", model::link_layer_label(port.link_layer));
@@ -166,7 +177,8 @@ class PortCollector final : public exporter::Collector {
     }
 
     // The device's directory, refreshed by collect_device: the port's stats look up from it.
-    sysfs::KeptDir& attrs = kept_.at(port.path, &device_dir(dev), port.identity ? &*port.identity : nullptr);
+    sysfs::KeptDir& attrs =
+        kept_.at(st.dir_ref, port.path, &device_dir(dev, dst), port.identity ? &*port.identity : nullptr);
     auto a = sysfs::read_port_attributes(attrs);
     auto gauge_if = [&](const char* file, const char* name, const char* help, const auto& r, auto value_of) {
       if (r.ok()) out.gauge(base, name, help, static_cast<double>(value_of(r.value)));
@@ -188,8 +200,8 @@ class PortCollector final : public exporter::Collector {
     std::uint64_t mads = 0;
     const bool by_mad = collect_counters_mad(ctx, dev, port, a, base, out, mads);
     // A port read with MADs leaves counters/ and counters_ext/ alone (the sweep closes them).
-    sysfs::KeptDir* counters = by_mad ? nullptr : &kept_.at(st.counters_path, &attrs);
-    sysfs::KeptDir* legacy = by_mad ? nullptr : &kept_.at(st.legacy_path, &attrs);
+    sysfs::KeptDir* counters = by_mad ? nullptr : &kept_.at(st.counters_ref, st.counters_path, &attrs);
+    sysfs::KeptDir* legacy = by_mad ? nullptr : &kept_.at(st.legacy_ref, st.legacy_path, &attrs);
     if (!by_mad) {
       collect_counters(ctx, dev, port, st, *counters, out);
       collect_legacy(ctx, st, *legacy, out);
@@ -242,14 +254,19 @@ class PortCollector final : public exporter::Collector {
     if (!names) {
       report_unless_absent(ctx.errors, names.error, dir);
     } else if (!all_not_available) {
-      bool has_unicast = false;
-      for (const auto& name : *names.value)
-        if (name == "unicast_xmit_packets") has_unicast = true;
-      const std::uint8_t data_width = data_counter_width(has_unicast, dev.driver);
+      if (st.defs_generation != kept.generation() || st.defs.size() != names.value->size()) {
+        st.defs.clear();
+        st.has_unicast = false;
+        for (const auto& name : *names.value) {
+          st.defs.push_back(find_counter(name));
+          st.has_unicast |= name == "unicast_xmit_packets";
+        }
+        st.defs_generation = kept.generation();
+      }
+      const std::uint8_t data_width = data_counter_width(st.has_unicast, dev.driver);
       for (std::size_t i = 0; i < values.size(); ++i) {
-        const std::string& name = (*names.value)[i];
-        const CounterDef* def = find_counter(name);
-        emit_counter(ctx, dir, name, values[i], def, def && def->width == 0 ? data_width : 0, base, out);
+        const CounterDef* def = st.defs[i];
+        emit_counter(ctx, dir, (*names.value)[i], values[i], def, def && def->width == 0 ? data_width : 0, base, out);
       }
     }
   }

@@ -178,29 +178,32 @@ bool Discoverer::selected(const std::string& device) const {
   return true;
 }
 
-// A device as walked: the model less the netdevs, the rxe parent, its directory kept open (the
-// next scrape's checks of ports/, each port and device/net look up from it, a component or two
-// instead of the whole path), and the identities of the directories it was read from, taken
-// before they were read (a change during the walk is seen next time).
+// A device as walked: the model less the netdevs, the rxe parent, its directory, ports/ and each
+// port kept open, and the identities of these directories, each taken from its descriptor before
+// it was read (a change during the walk is seen next time).
 struct Discoverer::Walked {
   DeviceModel dev;
   std::string rxe_parent;
   sysfs::Dir dir;
+  std::vector<sysfs::Dir> below;        // ports/, then each port in dev.ports' order
   std::vector<sysfs::DirIdentity> ids;  // device, ports/, each port
   // device/net as last listed; changed under Discoverer::mu_.
   mutable std::optional<NetdevListing> netdevs;
 
   // Whether the walk still holds: the device's name in class/infiniband (class_fd) names the
-  // directory it was walked in, and ports/ and each port (looked up from that directory) have
-  // the identities they had.
+  // directory it was walked in, and ports/ and each port have the identities they had. Only the
+  // device is looked up by name: while a directory keeps its identity no entry of it was added,
+  // removed or renamed (that changes its times, or on kernfs the whole device is a new one), so
+  // its entries still name the directories kept open below it, whose own changes their
+  // descriptors show (an fstat each instead of a path walk from the device's directory).
   bool still(int class_fd, int racy_seconds) const;
 };
 
 namespace {
-// Appends the identity of a directory about to be read when it has been still long enough to
-// be trusted; false otherwise (or when it cannot be stat'ed). relative: looked up from dir_fd.
-bool add_settled(std::vector<sysfs::DirIdentity>& ids, int dir_fd, const char* relative, int racy_seconds) {
-  auto id = sysfs::DirIdentity::of(dir_fd, relative);
+// Appends the identity of an open directory about to be read when it has been still long enough
+// to be trusted; false otherwise (or when it cannot be stat'ed).
+bool add_settled(std::vector<sysfs::DirIdentity>& ids, int fd, int racy_seconds) {
+  auto id = sysfs::DirIdentity::of(fd);
   if (!id || !id.value.settled(racy_seconds)) return false;
   ids.push_back(id.value);
   return true;
@@ -209,14 +212,13 @@ bool add_settled(std::vector<sysfs::DirIdentity>& ids, int dir_fd, const char* r
 }  // namespace
 
 bool Discoverer::Walked::still(int class_fd, int racy_seconds) const {
-  std::vector<sysfs::DirIdentity> now;
-  now.reserve(ids.size());
-  if (!add_settled(now, class_fd, dev.name.c_str(), racy_seconds) || now.back() != ids[0] ||
-      !add_settled(now, dir.fd(), "ports", racy_seconds))
-    return false;
-  for (const auto& p : dev.ports)
-    if (!add_settled(now, dir.fd(), p.path.c_str() + dev.path.size() + 1, racy_seconds)) return false;
-  return now == ids;
+  auto top = sysfs::DirIdentity::of(class_fd, dev.name.c_str());
+  if (!top || top.value != ids[0] || !top.value.settled(racy_seconds)) return false;
+  for (std::size_t i = 0; i < below.size(); ++i) {
+    auto id = sysfs::DirIdentity::of(below[i].fd());
+    if (!id || id.value != ids[1 + i] || !id.value.settled(racy_seconds)) return false;
+  }
+  return true;
 }
 
 std::shared_ptr<const HostModel> Discoverer::discover() const {
@@ -231,9 +233,20 @@ std::shared_ptr<const HostModel> Discoverer::discover() const {
     // No RDMA subsystem at all is normal (not an issue); anything else is.
     if (devs.error != ReadError::kNotFound) host->issues.push_back({class_dir, devs.error});
     walked_.clear();
+    last_.reset();
     return host;
   }
-  std::map<std::string, std::shared_ptr<const Walked>> walked;  // what the next scrape may reuse
+  // walked_ keeps what the next scrape may reuse: devices gone, or walked again, leave it.
+  std::erase_if(walked_, [&](const auto& kv) { return !std::binary_search(devs.value.begin(), devs.value.end(), kv.first); });
+  // Each device as found in this scrape, built into the model once all are checked.
+  struct Found {
+    std::shared_ptr<const Walked> w;
+    bool trusted;
+    std::vector<FunctionNetdev> fresh_netdevs;  // device/net as read now where it is not kept
+  };
+  std::vector<Found> found;
+  found.reserve(devs.value.size());
+  bool unchanged = true;  // every device's walk and device/net listing reused
   for (auto& name : devs.value) {
     if (!selected(name)) {
       host->excluded.push_back(name);
@@ -243,7 +256,9 @@ std::shared_ptr<const HostModel> Discoverer::discover() const {
     bool trusted = true;  // the walk's identities are all taken and current
     if (auto it = walked_.find(name); it != walked_.end() && it->second->still(cls.value.fd(), opts_.racy_seconds))
       w = it->second;
+    unchanged = unchanged && w;
     if (!w) {
+      walked_.erase(name);
       auto fresh = std::make_shared<Walked>();
       DeviceModel& dev = fresh->dev;
       dev.name = name;
@@ -256,8 +271,10 @@ std::shared_ptr<const HostModel> Discoverer::discover() const {
       auto dev_id = dir ? sysfs::DirIdentity::of(fresh->dir.fd()) : Result<sysfs::DirIdentity>::failure(dir.error);
       bool keep = dev_id && dev_id.value.settled(racy);
       if (keep) fresh->ids.push_back(dev_id.value);
-      keep = keep && add_settled(fresh->ids, fresh->dir.fd(), "ports", racy);
-      auto ports = sysfs::list_names(dev.path + "/ports");
+      auto ports_dir = sysfs::Dir::open(dev.path + "/ports");
+      keep = keep && ports_dir && add_settled(fresh->ids, ports_dir.value.fd(), racy);
+      auto ports = ports_dir ? ports_dir.value.names() : Result<std::vector<std::string>>::failure(ports_dir.error, ports_dir.sys_errno);
+      if (ports_dir) fresh->below.push_back(std::move(ports_dir.value));
       if (!ports) {
         host->issues.push_back({dev.path + "/ports", ports.error});  // vanished mid-walk, or broken
         continue;
@@ -278,30 +295,49 @@ std::shared_ptr<const HostModel> Discoverer::discover() const {
       std::sort(dev.ports.begin(), dev.ports.end(),
                 [](const PortModel& a, const PortModel& b) { return a.number < b.number; });
       for (auto& port : dev.ports) {
-        keep = keep && add_settled(fresh->ids, fresh->dir.fd(), port.path.c_str() + dev.path.size() + 1, racy);
+        if (keep) {
+          auto port_dir = sysfs::Dir::open(port.path);
+          keep = port_dir && add_settled(fresh->ids, port_dir.value.fd(), racy);
+          if (port_dir) fresh->below.push_back(std::move(port_dir.value));
+        }
         auto ll = sysfs::read_attribute(port.path + "/link_layer");
         if (ll) port.link_layer = parse_link_layer(ll.value);
         else host->issues.push_back({port.path + "/link_layer", ll.error}), keep = false;
       }
       w = fresh;
       trusted = keep;
-      if (keep) walked.emplace(name, w);
-    } else {
-      walked.emplace(name, w);
-    }
-    DeviceModel dev = w->dev;
-    if (trusted) {
-      dev.identity = w->ids[0];
-      for (std::size_t i = 0; i < dev.ports.size(); ++i) dev.ports[i].identity = w->ids[2 + i];
+      if (keep) walked_.emplace(name, w);
     }
     std::vector<FunctionNetdev> fresh_netdevs;
-    if (!w->netdevs || !w->netdevs->still(w->dir.fd(), opts_.racy_seconds))
-      w->netdevs = NetdevListing::read(dev.path, opts_.racy_seconds, fresh_netdevs);
-    const auto& function = w->netdevs ? w->netdevs->list : fresh_netdevs;
-    for (auto& port : dev.ports) resolve_netdevs(port, opts_.sysfs_root, w->rxe_parent, function);
+    const bool listing_kept = w->netdevs && w->netdevs->still(w->dir.fd(), opts_.racy_seconds);
+    if (!listing_kept) w->netdevs = NetdevListing::read(w->dev.path, opts_.racy_seconds, fresh_netdevs);
+    // A RoCE port's netdevs are read at every scrape (gid_attrs/ndevs, bond slaves).
+    unchanged = unchanged && listing_kept &&
+                std::none_of(w->dev.ports.begin(), w->dev.ports.end(),
+                             [](const PortModel& p) { return p.link_layer == LinkLayer::kEthernet; });
+    found.push_back(Found{std::move(w), trusted, std::move(fresh_netdevs)});
+  }
+  // The same devices, each from the walk and the device/net listing it was built from last time:
+  // last time's model is this one (copying each device's model and resolving its netdevs again
+  // showed in the profile under bench/port).
+  auto same_devices = [&] {
+    if (!last_ || last_->devices.size() != found.size() || last_->excluded != host->excluded) return false;
+    for (std::size_t i = 0; i < found.size(); ++i)
+      if (last_->devices[i].name != found[i].w->dev.name) return false;
+    return true;
+  };
+  if (unchanged && host->issues.empty() && same_devices()) return last_;
+  for (const auto& f : found) {
+    DeviceModel dev = f.w->dev;
+    if (f.trusted) {
+      dev.identity = f.w->ids[0];
+      for (std::size_t i = 0; i < dev.ports.size(); ++i) dev.ports[i].identity = f.w->ids[2 + i];
+    }
+    const auto& function = f.w->netdevs ? f.w->netdevs->list : f.fresh_netdevs;
+    for (auto& port : dev.ports) resolve_netdevs(port, opts_.sysfs_root, f.w->rxe_parent, function);
     host->devices.push_back(std::move(dev));
   }
-  walked_ = std::move(walked);  // devices gone, or walked with a problem, leave it
+  last_ = host;
   return host;
 }
 

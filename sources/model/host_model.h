@@ -75,7 +75,8 @@ struct DiscoveryOptions {
 // sysfs::KeptDir::kRacySeconds; a device whose walk met a problem is walked again at each scrape.
 // The netdevs can change under a live device (bonds, renames, RoCE GID bindings): they are
 // resolved at every scrape, from device/net's listing kept with the walk while the directory and
-// each entry keep their identity. Thread-safe.
+// each entry keep their identity; where nothing of that changed, the last scrape's model is
+// returned again. Thread-safe.
 class Discoverer {
  public:
   explicit Discoverer(DiscoveryOptions opts);  // throws std::regex_error on bad patterns
@@ -89,6 +90,9 @@ class Discoverer {
   std::regex exclude_;
   mutable std::mutex mu_;
   mutable std::map<std::string, std::shared_ptr<const Walked>> walked_;  // by device name
+  // The last model built; returned again while every device's walk and device/net listing are
+  // reused and no port's netdevs are read at each scrape (RoCE: gid_attrs/ndevs and bond slaves).
+  mutable std::shared_ptr<const HostModel> last_;
 };
 
 // Maps the kernel driver of the parent device (device/driver link) or the device name to the

@@ -2,6 +2,7 @@
 // system call each, no iostreams, so a scrape costs little more than the kernel's own work.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <ctime>
 #include <memory>
@@ -124,7 +125,8 @@ class KeptDir {
   // path up from its descriptor (a component or two instead of the whole path: on a 16-HCA host
   // the path walks of these stats cost more than the preads of all counters).
   // A directory found absent under a parent that has not been reopened since is still absent
-  // (an entry added changes the parent's identity): it is not looked up again.
+  // (an entry added changes the parent's identity): it is not looked up again; one opened under a
+  // parent not reopened since is still the one its name names: its own descriptor is stat'ed.
   // known: the directory's identity as stat'ed in this scrape already (model::PortModel::identity),
   // compared instead of a stat of its own.
   ReadError refresh(const KeptDir* parent = nullptr, const DirIdentity* known = nullptr);
@@ -137,8 +139,9 @@ class KeptDir {
   Result<std::uint64_t> read_u64_at(std::size_t i);
 
   const std::string& path() const { return path_; }
-  // Counts the openings of the directory: what was read from it once may be kept while this stays
-  // the same (a changed or racy directory is reopened, and that changes it). 0 while not open.
+  // Names the opening of the directory: what was read from it once may be kept while this stays
+  // the same (a changed or racy directory is reopened, and that changes it). Unique in the process
+  // (a KeptDir closed by a sweep and made again does not repeat an earlier one's); 0 while not open.
   std::uint64_t generation() const { return dir_fd_ >= 0 ? generation_ : 0; }
   // Descriptors held now: the directory's and its open files'.
   std::size_t descriptors() const;
@@ -170,6 +173,7 @@ class KeptDir {
   bool listed_ = false;
   std::uint64_t generation_ = 0;
   std::uint64_t absent_under_ = 0;  // the parent's generation() when this was found absent in it
+  std::uint64_t opened_under_ = 0;  // the parent's generation() when this was opened below it
   std::uint64_t opens_ = 0;
   std::uint64_t preads_ = 0;
 };
@@ -178,9 +182,20 @@ class KeptDir {
 // port gone) is closed by sweep() at the end of that scrape. at() may be called from the threads of
 // one collection at once; each path is used by one thread at a time (one device per thread).
 class KeptDirs {
+  struct Entry;
+
  public:
   // The directory, refreshed on its first use since the last sweep(); parent as in KeptDir::refresh.
   KeptDir& at(const std::string& path, const KeptDir* parent = nullptr, const DirIdentity* known = nullptr);
+  // Where a caller last found a path's directory (a port's state keeps one per directory it
+  // reads): at() through it finds the directory without hashing the path under the lock, while
+  // no sweep() can have closed it (asked for in this cycle or the last). One Ref per path.
+  class Ref {
+    friend class KeptDirs;
+    Entry* entry_ = nullptr;
+    std::uint64_t cycle_ = 0;
+  };
+  KeptDir& at(Ref& ref, const std::string& path, const KeptDir* parent = nullptr, const DirIdentity* known = nullptr);
   void sweep();
   std::size_t descriptors() const;
 
@@ -189,8 +204,10 @@ class KeptDirs {
     std::unique_ptr<KeptDir> dir;
     bool used = false;
   };
+  Entry& entry(const std::string& path, const KeptDir* parent, const DirIdentity* known);
   mutable std::mutex mu_;
-  std::unordered_map<std::string, Entry> dirs_;
+  std::unordered_map<std::string, Entry> dirs_;  // node-based: an Entry stays where it is until erased
+  std::atomic<std::uint64_t> cycle_{1};  // sweeps + 1
 };
 
 }  // namespace rdma::sysfs

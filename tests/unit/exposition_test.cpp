@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <memory>
 #include <zlib.h>
 
 #include "exporter/exposition.h"
@@ -40,6 +41,27 @@ TEST_CASE("label values and help are escaped") {
   CHECK(out ==
         "# HELP g a \\\\ b\\nc\n# TYPE g gauge\n"
         "g{counter=\"SwLinkUp,32\",desc=\"a \\\"q\\\" \\\\ \\n\"} 1\n");
+}
+
+// A sample holds a view of its set; the sink keeps the set's rendering alive, also across append().
+TEST_CASE("samples against a label set are written after the set and the sink they came from are gone") {
+  MetricSink out;
+  {
+    MetricSink part;
+    auto set = std::make_unique<LabelSet>(Labels{{"device", "mlx5_0"}, {"port", "1"}});
+    part.counter(*set, "a_total", "A.", 1);
+    part.gauge(*set, "b", "B.", 2, "method", "pread");
+    set = std::make_unique<LabelSet>(Labels{{"device", "mlx5_1"}});
+    part.counter(*set, "a_total", "A.", 3);
+    set.reset();
+    out.append(std::move(part));
+  }
+  std::string text;
+  write_text(out.families(), text);
+  CHECK(text ==
+        "# HELP a_total A.\n# TYPE a_total counter\n"
+        "a_total{device=\"mlx5_0\",port=\"1\"} 1\na_total{device=\"mlx5_1\"} 3\n"
+        "# HELP b B.\n# TYPE b gauge\nb{device=\"mlx5_0\",port=\"1\",method=\"pread\"} 2\n");
 }
 
 TEST_CASE("a label set is written as its labels would be, escaped, with the sample's extra label last") {

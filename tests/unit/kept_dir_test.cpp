@@ -189,6 +189,42 @@ TEST_CASE("KeptDir absent under a parent is looked up again once the parent has 
   CHECK(child.read_u64("x").value == 9);
 }
 
+// A directory opened under a parent that has not been reopened since is checked through its own
+// descriptor: its own changes show there, its replacement in the parent through the parent.
+TEST_CASE("KeptDir under an unchanged parent sees its own changes and its replacement through the parent") {
+  TempTree t("kept");
+  t.write("p/c/a", "1\n");
+  const std::string parent_path = t.root() + "/p", dir = parent_path + "/c";
+  age(parent_path);
+  age(dir);
+  KeptDir parent(parent_path, 0);
+  KeptDir child(dir, 0);
+  REQUIRE(parent.refresh() == ReadError::kNone);
+  REQUIRE(child.refresh(&parent) == ReadError::kNone);
+  CHECK(child.read_u64("a").value == 1);
+  const std::uint64_t opened = child.generation();
+  REQUIRE(parent.refresh() == ReadError::kNone);
+  REQUIRE(child.refresh(&parent) == ReadError::kNone);
+  CHECK(child.generation() == opened);  // nothing changed: kept
+
+  t.write("p/c/b", "2\n");  // the child changes, its parent does not
+  REQUIRE(parent.refresh() == ReadError::kNone);
+  REQUIRE(child.refresh(&parent) == ReadError::kNone);
+  CHECK(child.generation() > opened);
+  CHECK(child.read_u64("b").value == 2);
+
+  t.write("p/c.new/a", "7\n");  // replaced by rename: the parent changes
+  std::filesystem::remove_all(dir);
+  std::filesystem::rename(parent_path + "/c.new", dir);
+  age(dir);
+  REQUIRE(parent.refresh() == ReadError::kNone);
+  REQUIRE(child.refresh(&parent) == ReadError::kNone);
+  CHECK(child.read_u64("a").value == 7);
+  std::filesystem::remove_all(dir);
+  REQUIRE(parent.refresh() == ReadError::kNone);
+  CHECK(child.refresh(&parent) == ReadError::kNotFound);
+}
+
 TEST_CASE("KeptDirs closes the directories a scrape did not ask for") {
   TempTree t("kept");
   t.write("d1/a", "1\n");
@@ -200,6 +236,25 @@ TEST_CASE("KeptDirs closes the directories a scrape did not ask for") {
   CHECK(dirs.descriptors() == 4);
   CHECK(dirs.at(t.root() + "/d1").read_u64("a").value == 1);
   dirs.sweep();  // d2 was not asked for
+  CHECK(dirs.descriptors() == 2);
+}
+
+TEST_CASE("KeptDirs finds a directory through a caller's Ref while no sweep has closed it") {
+  TempTree t("kept");
+  t.write("d1/a", "1\n");
+  const std::string path = t.root() + "/d1";
+  KeptDirs dirs;
+  KeptDirs::Ref ref;
+  KeptDir* first = &dirs.at(ref, path);
+  CHECK(first->read_u64("a").value == 1);
+  CHECK(&dirs.at(path) == first);  // the same entry by path
+  dirs.sweep();
+  CHECK(&dirs.at(ref, path) == first);  // asked for in the last cycle: kept
+  CHECK(dirs.at(ref, path).read_u64("a").value == 1);
+  dirs.sweep();
+  dirs.sweep();  // a cycle without it: closed, and the Ref no longer trusted
+  CHECK(dirs.descriptors() == 0);
+  CHECK(dirs.at(ref, path).read_u64("a").value == 1);
   CHECK(dirs.descriptors() == 2);
 }
 
