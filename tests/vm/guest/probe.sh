@@ -14,8 +14,9 @@
 #   2. errors answer probe_success 0 at once with their reason: unknown module, a target without
 #      a responder, a responder with another secret, a second probe on a busy port; /metrics
 #      answers while a probe runs, and rdma_probe_requests_total counts every request.
-# Environment: VM_PROBE_BW_ITERS (writes per QP, default 500), VM_PROBE_ROUNDS (default 5),
-# VM_PROBE_BW_TOLERANCE (default 0.15), VM_PROBE_LAT_TOLERANCE (default 0.20). Runs inside the test
+# Environment: VM_PROBE_BW_ITERS (writes per QP, default 500), VM_PROBE_ROUNDS (default 7),
+# VM_PROBE_BW_TOLERANCE (default 0.20, as the latency's: one CI run had ib_write_bw itself spread
+# 22.7-34.9 MB/s over 5 rounds, best runs 1.17 apart), VM_PROBE_LAT_TOLERANCE (default 0.20). Runs inside the test
 # guest; see tests/vm/README.md.
 source "$(dirname "$0")/common.sh"
 
@@ -23,10 +24,10 @@ BW_ITERS=${VM_PROBE_BW_ITERS:-500}
 BW_SIZE=65536
 BW_QPS=2
 BW_DEPTH=16  # deeper queues make rxe 6.1 fail writes (ib_write_bw too: remote invalid request)
-ROUNDS=${VM_PROBE_ROUNDS:-5}
+ROUNDS=${VM_PROBE_ROUNDS:-7}
 LAT_ITERS=1000
 LAT_SIZE=2
-BW_TOL=${VM_PROBE_BW_TOLERANCE:-0.15}
+BW_TOL=${VM_PROBE_BW_TOLERANCE:-0.20}
 LAT_TOL=${VM_PROBE_LAT_TOLERANCE:-0.20}
 PORT_A=$VM_TEST_PORT PORT_B=$((VM_TEST_PORT + 1)) PORT_C=$((VM_TEST_PORT + 2))
 PIDS=()

@@ -42,12 +42,16 @@ start_b() {
 scrape_port() { curl -sf -o "$2" "http://127.0.0.1:$1/metrics"; }
 
 # wait_for PORT WANT NAME LABELS...: poll (bounded by attempts) until the sample equals WANT
-wait_for() {
-  local port=$1 want=$2 i v; shift 2
+wait_for() { _wait_until num_eq "$@"; }
+# wait_at_least PORT MIN NAME LABELS...: the same, until the sample is at least MIN (a counter
+# that must move: the snapshot that first shows a link up may come before its first probe)
+wait_at_least() { _wait_until num_ge "$@"; }
+_wait_until() {
+  local cmp=$1 port=$2 want=$3 i v; shift 3
   for i in $(seq 300); do
-    if scrape_port "$port" "$WORK/poll" && v=$(value "$WORK/poll" "$@" 2>/dev/null) && num_eq "$v" "$want"; then return 0; fi
+    if scrape_port "$port" "$WORK/poll" && v=$(value "$WORK/poll" "$@" 2>/dev/null) && "$cmp" "$v" "$want"; then return 0; fi
     sleep 0.1
   done
-  echo "  (waited for $* = $want on :$port; last: $(series "$WORK/poll" "$@"))" >&2
+  echo "  (waited for $* $cmp $want on :$port; last: $(series "$WORK/poll" "$@"))" >&2
   return 1
 }

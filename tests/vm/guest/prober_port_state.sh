@@ -34,7 +34,7 @@ section "veth0 up: rxe0 ACTIVE again, A probes again"
 ip link set veth0 up
 wait_for $PORT_A 1 rdma_prober_local_port_up device=rxe0 port=1 && ok "A: local_port_up 1" || bad "A: local port never up"
 wait_for $PORT_A 1 rdma_prober_peer_up "${L[@]}" && ok "A sees b up again" || bad "A: peer b never up again"
-scrape_port $PORT_A "$WORK/up"
-sent3=$(value "$WORK/up" rdma_prober_probes_sent_total "${L[@]}")
-num_ge "$sent3" "$((sent2 + 1))" && ok "A: probes again, counters continue ($sent2 -> $sent3)" || bad "A: sent $sent2 -> $sent3"
+wait_at_least $PORT_A "$((sent2 + 1))" rdma_prober_probes_sent_total "${L[@]}" &&
+  ok "A: probes again, counters continue ($sent2 -> $(value "$WORK/poll" rdma_prober_probes_sent_total "${L[@]}"))" ||
+  bad "A: sent $sent2 -> $(value "$WORK/poll" rdma_prober_probes_sent_total "${L[@]}")"
 finish
