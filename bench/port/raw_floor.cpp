@@ -2,6 +2,12 @@
 // exporter reads for one scrape (device and port attributes, counters/, counters_ext/, the
 // netdev lookups). Prints the median time of one pass over them, and of one pass of pread at
 // offset 0 through descriptors kept open (what the exporter's reads alone cost: its bound).
+//
+// With "serve" in place of the pass count it times one open/read/close pass per line read on
+// stdin and prints its seconds: bench_port.py runs that pass at the same point of each scrape
+// cycle as the exporter's own collection, so that both meet the caches that node_exporter's
+// scrape left behind. Back-to-back passes find everything hot from the pass before, which no
+// scrape does.
 #include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -31,7 +37,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string root = std::string(argv[1]) + "/class/infiniband/";
-  const int passes = argc > 2 ? std::atoi(argv[2]) : 200;
+  const bool serve = argc > 2 && std::string(argv[2]) == "serve";
+  const int passes = argc > 2 && !serve ? std::atoi(argv[2]) : 200;
   std::vector<std::string> files;
   for (const auto& dev : entries(root)) {
     for (const char* a : {"node_type", "node_guid", "sys_image_guid", "fw_ver", "hca_type", "hw_rev", "board_id",
@@ -51,9 +58,8 @@ int main(int argc, char** argv) {
         for (const auto& c : entries(p + dir)) files.push_back(p + dir + "/" + c);
     }
   }
-  std::vector<double> times;
   char buf[4096];
-  for (int i = 0; i < passes; ++i) {
+  const auto open_read_close_pass = [&] {
     auto t0 = std::chrono::steady_clock::now();
     for (const auto& f : files) {
       int fd = open(f.c_str(), O_RDONLY | O_CLOEXEC);
@@ -62,8 +68,19 @@ int main(int argc, char** argv) {
       }
       close(fd);
     }
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  if (serve) {
+    std::printf("files=%zu\n", files.size());
+    std::fflush(stdout);
+    for (char line[64]; std::fgets(line, sizeof line, stdin);) {
+      std::printf("%.9f\n", open_read_close_pass());
+      std::fflush(stdout);
+    }
+    return 0;
   }
+  std::vector<double> times;
+  for (int i = 0; i < passes; ++i) times.push_back(open_read_close_pass());
   std::sort(times.begin(), times.end());
   const double open_median = times[times.size() / 2];
   std::vector<int> fds;
