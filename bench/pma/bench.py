@@ -12,6 +12,7 @@ targets, memory); and the perfquery loop.
 import concurrent.futures
 import json
 import os
+import re
 import sys
 import time
 import urllib.request
@@ -87,13 +88,23 @@ def bench_targets(sim, exe):
             encoding = r.headers.get("Content-Encoding", "identity")
         print("targets: one %s target (%d ports): %s; on the wire (%s) %d bytes = %.0f per port"
               % (kind, ports[guid], byte_breakdown(get_("/pma?target=" + guid)), encoding, wire, wire / ports[guid]))
+    # What a target costs whatever its size (HELP and TYPE lines, the node's own series) and what
+    # each port adds to it: one switch answered whole and for one of its ports (ports=).
+    sw = next((g for g in ports if types[g] == "switch" and ports[g] > 1), None)
+    if sw:
+        whole = get_("/pma?target=" + sw).decode()
+        first = re.search(r'rdma_pma_fabric_port_info\{port="(\d+)"', whole).group(1)
+        one = len(get_("/pma?target=%s&ports=%s" % (sw, first)))
+        per_port = (len(whole) - one) / (ports[sw] - 1)
+        print("targets: text of a target: %.0f bytes fixed + %.0f bytes per port (a %d-port switch whole, %d bytes, "
+              "and with ports=%s, %d bytes)" % (one - per_port, per_port, ports[sw], len(whole), first, one))
     rss, hwm = rss_mib(e.proc.pid)
     print("targets: exporter memory RSS %.1f MiB, peak (VmHWM) %.1f MiB" % (rss, hwm))
     e.stop()
 
 
 def main():
-    exe = sys.argv[1]
+    exe = os.path.abspath(sys.argv[1])  # the exporter runs in the simulator's directory
     leaves, hosts, spines = (int(a) for a in (sys.argv[2:5] + ["18", "18", "18"][len(sys.argv[2:5]):]))
     sample = int(sys.argv[5]) if len(sys.argv) > 5 else 200
     t0 = time.monotonic()
