@@ -3,10 +3,12 @@
 keep-alive connections at once; no errors; RSS after the first 1,000 (warm) and at the end is
 reported, and its growth must stay small (a leak of even 1 KiB per scrape would show ~9 MiB).
 Latency percentiles are reported, never asserted. The daemon runs with its default web settings.
+Also: the binary's static TLS, which each of its threads gets a copy of, stays small.
 The 50-connection, 60 s run (plain and TLS with basic auth) is bench/load/."""
 import http.client
 import os
 import shutil
+import struct
 import tempfile
 import threading
 import time
@@ -21,7 +23,31 @@ CONNS = 8
 WARM = 1000
 
 
+def static_tls_bytes(path):
+    """The size of the binary's PT_TLS segment (ELF64): the static thread-local storage that every
+    thread of the process gets its own zeroed or copied instance of at creation."""
+    with open(path, "rb") as f:
+        elf = f.read()
+    assert elf[:4] == b"\x7fELF" and elf[4] == 2, "not an ELF64 file: " + path
+    order = "<" if elf[5] == 1 else ">"
+    phoff, = struct.unpack_from(order + "Q", elf, 0x20)
+    phentsize, phnum = struct.unpack_from(order + "HH", elf, 0x36)
+    for i in range(phnum):
+        p_type, = struct.unpack_from(order + "I", elf, phoff + i * phentsize)
+        if p_type == 7:  # PT_TLS
+            return struct.unpack_from(order + "Q", elf, phoff + i * phentsize + 0x28)[0]
+    return 0
+
+
 class Load(unittest.TestCase):
+    def test_static_tls_stays_small(self):
+        # The daemon runs about 75 threads (72 HTTP workers by default), each with its own copy of
+        # the static TLS: a thread_local engine of 5,000 bytes once cost about 300 KiB of RSS.
+        # Large per-thread state belongs on the heap, made by the threads that use it.
+        size = static_tls_bytes(EXE)
+        print(f"\nstatic TLS of {EXE}: {size} bytes")
+        self.assertLessEqual(size, 512, "static TLS per thread grew: look for a large thread_local")
+
     def test_10000_scrapes_no_errors_flat_rss(self):
         d0 = tempfile.mkdtemp(prefix="hard-load-")
         try:
