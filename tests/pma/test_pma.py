@@ -375,6 +375,16 @@ def case_targets(sim, exe):
         wire = r.read()
     eq(set(parse_metrics(gzip.decompress(wire).decode())), set(parse_metrics(plain)), "gzip answer = plain answer")
     check(len(wire) <= 2048, "one-port CA target: %d bytes on the wire (%d of text), budget 2048" % (len(wire), len(plain)))
+    # What each port adds to a target's text, within the same budget: a switch answered whole and
+    # for one of its ports. The rest of a target's text (HELP, TYPE, the node's own series) is paid
+    # once per target (bench/pma/bench.py prints both parts).
+    leaf_ports = next(int(g["labels"]["__meta_rdma_node_ports"]) for g in groups if g["targets"][0] == guid["leaf1"])
+    _, whole = http_get(e.port, "/pma?target=" + guid["leaf1"])
+    _, one = http_get(e.port, "/pma?target=%s&ports=2" % guid["leaf1"])
+    per_port = (len(whole) - len(one)) / (leaf_ports - 1)
+    check(leaf_ports > 1 and 0 < per_port <= 2048,
+          "text per port of a target: %.0f bytes (leaf1: %d ports, %d bytes whole, %d with one port), budget 2048"
+          % (per_port, leaf_ports, len(whole), len(one)))
     tmp = os.path.join(sim.dir, "prom")
     shards = []
     try:
