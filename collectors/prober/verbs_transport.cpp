@@ -6,8 +6,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <random>
 
 #include "collectors/prober/handshake.h"
@@ -166,7 +168,7 @@ void VerbsTransport::wait(int timeout_ms, std::vector<TransportEvent>& out) {
   settled_.clear();
   poll_fresh(out, true);
   take_events(out);
-  if (out.size() > before) return;  // work to do now: no sleep, no epoll_wait
+  if (out.size() > before) return ports_before_failures(out, before);  // work to do now: no sleep
   // 2. Sleep. Arm the CQs that have probes outstanding, then poll once more: a completion that
   //    came between the last poll and the arming raises no event.
   for (auto& d : devices_)
@@ -202,6 +204,16 @@ void VerbsTransport::wait(int timeout_ms, std::vector<TransportEvent>& out) {
     poll_cq(d, out);
   }
   take_events(out);
+  ports_before_failures(out, before);
+}
+
+void VerbsTransport::ports_before_failures(std::vector<TransportEvent>& out, std::size_t from) {
+  const auto failed = [](const TransportEvent& e) { return e.kind == TransportEvent::Kind::kCompletion && !e.ok; };
+  if (std::none_of(out.begin() + static_cast<std::ptrdiff_t>(from), out.end(), failed)) return;
+  std::vector<TransportEvent> ports;
+  for (auto& d : devices_) port_changes(*d, d->refresh_ports(), ports);
+  out.insert(out.begin() + static_cast<std::ptrdiff_t>(from), std::make_move_iterator(ports.begin()),
+             std::make_move_iterator(ports.end()));
 }
 
 // The device's async events (non-blocking fd): a port that changed state, LID, GID table or SM
@@ -328,7 +340,6 @@ std::optional<TimePoint> VerbsTransport::post_probe(std::uint64_t link, std::uin
   // trip runs inside ibv_post_send; an earlier one of this wake-up on hardware) is timed now, not
   // after the posts still to come. The bounded spin waits for settle(), once per wake-up.
   if (posted) poll_fresh(settled_, false);  // poll_cq takes mu_ itself
-  return posted;
   return posted;
 }
 

@@ -111,6 +111,11 @@ class VerbsTransport final : public Transport {
   void take_events(std::vector<TransportEvent>& out);
   void device_events(ProbeDevice& d, std::vector<TransportEvent>& out);
   static void port_changes(const ProbeDevice& d, const std::vector<VerbsPort>& changed, std::vector<TransportEvent>& out);
+  // A failed completion among out[from..] may be the local port going down under its probe (rxe
+  // fails a post on a down netdev at once, hardware flushes): the ports are read again and any
+  // change put ahead of the completions, so that the engine parks the link before it would count
+  // the probe lost. The async PORT_ERR may be read only after the completion.
+  void ports_before_failures(std::vector<TransportEvent>& out, std::size_t from);
   ProbeDevice* device(const std::string& name);
 
   TransportOptions opts_;

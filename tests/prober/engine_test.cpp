@@ -579,10 +579,14 @@ TEST_CASE("a local port that leaves ACTIVE parks its links: not probed, nothing 
   CHECK(s.local_ports == std::vector<std::pair<LocalPort, bool>>{{kPort, false}, {other, true}});
   for (auto i = posts_before; i < t.posts.size(); ++i) CHECK(t.posts[i].first != link);  // only the other port probed
   CHECK(t.connects.size() == connects_before);                                           // and no reconnect attempt
-  // A late completion of the dropped probe is ignored; a repeated DOWN changes nothing.
+  // A late completion of the dropped probe is ignored, a failed one too (a post on a port going down
+  // fails: the transport puts the port's new state ahead of it); a repeated DOWN changes nothing.
   e.handle(completion(link, t.posts[0].second, t.now));
+  e.handle(completion(link, t.posts[0].second, t.now, false, "completion_local_qp_operation"));
   e.handle(port_state(kPort, false));
   CHECK(t.closed.size() == 1);
+  for (const auto& v : e.snapshot().peers)
+    if (v.local == kPort) CHECK((v.stats.lost == 0 && v.stats.errors.empty()));
 
   // ACTIVE again: it connects at once and probes; the statistics continue where they were.
   e.handle(port_state(kPort, true));
