@@ -114,16 +114,21 @@ class Sim:
         threading.Thread(target=self._reader, daemon=True).start()
         self.seq = 0
         self.mark_pos = 0
-        self.cmd("# ready")  # the banner comes before the sockets are bound; an echo comes after
         self.shim_env = dict(self.env, LD_PRELOAD=self.shim)
-        r = self.run(["opensm", "--once", "-f", os.path.join(self.dir, "osm.log")], timeout=60)
-        if r.returncode != 0:
-            raise RuntimeError("opensm --once failed: %s" % r.stdout[-500:])
-        deadline = time.monotonic() + 20
-        while self.run(["perfquery"], timeout=10).returncode != 0:
-            if time.monotonic() > deadline:
-                raise RuntimeError("fabric never answered perfquery")
-            time.sleep(0.05)
+        try:
+            self.cmd("# ready")  # the banner comes before the sockets are bound; an echo comes after
+            r = self.run(["opensm", "--once", "-f", os.path.join(self.dir, "osm.log")], timeout=60)
+            if r.returncode != 0:
+                raise RuntimeError("opensm --once failed: %s" % r.stdout[-500:])
+            deadline = time.monotonic() + 20
+            while self.run(["perfquery"], timeout=10).returncode != 0:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("fabric never answered perfquery")
+                time.sleep(0.05)
+        except BaseException:
+            # No caller gets a Sim to close: ibsim (which spins a core) would outlive the test.
+            self.close()
+            raise
 
     def _reader(self):
         # ibsim echoes a "# comment" without a newline: read raw chunks, not lines.
