@@ -88,10 +88,16 @@ run() {  # name sanitize "ctest selection" ["ctest selection" ...]: the union of
 # only run against RDMA devices: the TSan daemon also runs the VM's prober mesh test (two
 # exporters probing each other over Soft-RoCE, one stopped and restarted). The guest sees the
 # build tree read-write at the same path, so reports land in sanitizer-logs/ as on the host.
+# The guest runs with the host's PATH: the unpacked test tools (promtool) go first, as ctest puts
+# them for the vm tests (without them a fresh host failed this run: "promtool: command not found").
 tsan_vm() {
-  local build="$ROOT/build-tsan" t0=$SECONDS rc=0
-  "$ROOT/tests/vm/vm-run.sh" --build "$build" --timeout 300 -- env TSAN_OPTIONS="$TSAN_OPTIONS" \
-    "$ROOT/tests/vm/guest/prober_mesh.sh" || rc=1
+  local build="$ROOT/build-tsan" t0=$SECONDS rc=0 tools
+  if tools=$("$ROOT/scripts/test-tools.sh"); then
+    PATH="$tools/usr/bin:$tools/usr/sbin:$PATH" "$ROOT/tests/vm/vm-run.sh" --build "$build" --timeout 300 -- \
+      env TSAN_OPTIONS="$TSAN_OPTIONS" "$ROOT/tests/vm/guest/prober_mesh.sh" || rc=1
+  else
+    rc=1
+  fi
   verdict tsan-vm "$build" $rc "$((SECONDS - t0))s"
 }
 
