@@ -33,15 +33,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.join(HERE, "..", "..")
 sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
-from exporter_harness import Exporter, free_port, parse_text  # noqa: E402
-
-
-def memory_kib(pid):
-    """VmRSS and its parts (RssAnon: the process's own memory; RssFile: mapped files, mostly the
-    shared libraries' pages, which every process using them maps too), in KiB."""
-    with open(f"/proc/{pid}/status") as f:
-        return {k: int(v.split()[0]) for k, v in (l.split(":", 1) for l in f)
-                if k in ("VmRSS", "RssAnon", "RssFile")}
+from exporter_harness import Exporter, free_port, memory_kib, parse_text  # noqa: E402
 
 
 class Client:

@@ -90,12 +90,16 @@ def stop_process(proc, grace=10):
     return proc.returncode
 
 
-def rss_kib(pid):
+def memory_kib(pid):
+    """VmRSS and its parts (RssAnon: the process's own memory; RssFile: mapped files, mostly the
+    shared libraries' pages, which every process using them maps too), in KiB."""
     with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
+        return {k: int(v.split()[0]) for k, v in (l.split(":", 1) for l in f)
+                if k in ("VmRSS", "RssAnon", "RssFile")}
+
+
+def rss_kib(pid):
+    return memory_kib(pid).get("VmRSS", 0)
 
 
 class Exporter:

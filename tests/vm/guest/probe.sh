@@ -2,17 +2,17 @@
 # vm test: /probe (docs/probe.md). Exporter A (rxe0, 10.77.0.1) has probe modules; B (rxe1,
 # 10.77.0.2:9662) is a responder with the same secret, C (rxe1, 10.77.0.2:9663) one with another.
 #   1. write_bw rxe0 -> rxe1 against ib_write_bw with the same message size, QP count, writes per
-#      QP and tx depth, every write signaled as the probe does (-Q 1; docs/probe.md says why), and write_lat's median RTT
-#      against ib_read_lat's t_typical (a READ's post to completion: one request and a response
-#      the remote kernel makes, as the probe's signaled WRITE and its ACK) within the tolerance,
-#      and not above 2 x ib_write_lat's t_typical (half a ping-pong, whose second half is a WRITE
-#      the other process posts after polling memory) by more than it, measured in this guest run:
-#      ROUNDS runs of each, interleaved. rxe in a TCG
+#      QP and tx depth, every write signaled as the probe does (-Q 1; docs/probe.md says why), and
+#      write_lat's median RTT against ib_read_lat's t_typical (a READ's post to completion: one
+#      request and a response the remote kernel makes, as the probe's signaled WRITE and its ACK)
+#      within the tolerance, and not above 2 x ib_write_lat's t_typical (half a ping-pong, whose
+#      second half is a WRITE the other process posts after polling memory) by more than it,
+#      measured in this guest run: ROUNDS runs of each, interleaved. rxe in a TCG
 #      guest loses packets now and then, and each loss costs either tool a retransmission timeout
 #      (67 ms), and the other processes of the guest (two vCPUs) delay either now and then: that
 #      only ever makes a run slower. Two estimators of each tool's undisturbed figure are compared,
 #      and either within the tolerance passes: the best runs (the highest bandwidth, the lowest
-#      median RTT against the lowest 2 x t_typical) and the medians of the rounds. A run-to-run
+#      median RTT against the lowest reference) and the medians of the rounds. A run-to-run
 #      spread of 20-40 % (measured) makes either alone fail now and then; a real bias of the
 #      probe fails both;
 #   2. errors answer probe_success 0 at once with their reason: unknown module, a target without
@@ -20,8 +20,8 @@
 #      answers while a probe runs, and rdma_probe_requests_total counts every request.
 # Environment: VM_PROBE_BW_ITERS (writes per QP, default 500), VM_PROBE_ROUNDS (default 7),
 # VM_PROBE_BW_TOLERANCE (default 0.20, as the latency's: one CI run had ib_write_bw itself spread
-# 22.7-34.9 MB/s over 5 rounds, best runs 1.17 apart), VM_PROBE_LAT_TOLERANCE (default 0.20). Runs inside the test
-# guest; see tests/vm/README.md.
+# 22.7-34.9 MB/s over 5 rounds, best runs 1.17 apart), VM_PROBE_LAT_TOLERANCE (default 0.20).
+# Runs inside the test guest; see tests/vm/README.md.
 source "$(dirname "$0")/common.sh"
 
 BW_ITERS=${VM_PROBE_BW_ITERS:-500}
@@ -92,6 +92,9 @@ perftest() {
   return $rc
 }
 
+# t_typical FILE: a perftest latency report's t_typical (us) for LAT_SIZE; columns: #bytes
+# #iterations t_min t_max t_typical ...
+t_typical() { awk -v s=$LAT_SIZE '$1 == s && NF >= 5 { print $5 }' "$1"; }
 # median of the numbers on stdin
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # at_most A B TOL: A <= (1 + TOL) * B
@@ -133,10 +136,9 @@ section "write_lat vs ib_read_lat and ib_write_lat: $LAT_SIZE B, $LAT_ITERS iter
 for r in $(seq "$ROUNDS"); do
   perftest ib_write_lat "$WORK/ib_lat" -s $LAT_SIZE -n $LAT_ITERS || { cat "$WORK/ib_lat"; fatal "ib_write_lat failed"; }
   perftest ib_read_lat "$WORK/read_lat" -s $LAT_SIZE -n $LAT_ITERS || { cat "$WORK/read_lat"; fatal "ib_read_lat failed"; }
-  # columns: #bytes #iterations t_min t_max t_typical ...; perftest halves the time of a ping-pong
-  # (ib_write_lat: t_typical is half a round trip) but not of a READ (its post to completion)
-  tt=$(awk -v s=$LAT_SIZE '$1 == s && NF >= 5 { print $5 }' "$WORK/ib_lat")
-  rt=$(awk -v s=$LAT_SIZE '$1 == s && NF >= 5 { print $5 }' "$WORK/read_lat")
+  # perftest halves the time of a ping-pong (ib_write_lat: t_typical is half a round trip) but
+  # not of a READ (its post to completion)
+  tt=$(t_typical "$WORK/ib_lat") rt=$(t_typical "$WORK/read_lat")
   took=$(probe lat "module=write_lat&target=10.77.0.2")
   get "$WORK/lat" probe_success && num_eq "$REPLY" 1 && ok "round $r: write_lat probe_success 1" || bad "round $r: write_lat failed"
   med=$(value "$WORK/lat" rdma_probe_rtt_seconds percentile=50)
