@@ -93,12 +93,6 @@ void write_histogram(std::string& out, std::string_view name, const Labels& labe
 
 }  // namespace
 
-void append_escaped_label_value(std::string& out, std::string_view v) {
-  append_escaping(out, v, [](char c) {
-    return c == '\\' ? "\\\\" : c == '"' ? "\\\"" : c == '\n' ? "\\n" : nullptr;
-  });
-}
-
 void append_double(std::string& out, double v) {
   if (std::isnan(v)) {
     out += "NaN";

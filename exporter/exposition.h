@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "exporter/metrics.h"
+#include "exporter/text.h"  // append_escaped_label_value: valid UTF-8, bounded
 
 namespace rdma::exporter {
 
@@ -37,7 +38,6 @@ class TextAccumulator {
 // Exact integer for u64, shortest round-trip decimal for doubles, NaN/+Inf/-Inf.
 void append_value(std::string& out, const SampleValue& v);
 void append_double(std::string& out, double v);
-void append_escaped_label_value(std::string& out, std::string_view v);
 
 // gzip (RFC 1952) of data; empty on failure.
 std::string gzip_compress(std::string_view data, int level = 5);

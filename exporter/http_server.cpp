@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/tcp.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -126,6 +128,44 @@ HttpServer::HttpServer(HttpOptions opts, HttpHandlers handlers)
   mg_server_port sp[4];
   int n = mg_get_server_ports(ctx_, 4, sp);
   if (n > 0) port_ = sp[0].port;
+  defer_accept_until_request(port_);
+}
+
+// civetweb 1.15 gives each accepted connection a worker thread that blocks reading the request
+// head for up to request_timeout_ms, and it has no shorter timeout for a connection that has not
+// sent its request line (keep_alive_timeout_ms applies only after a first request), no reserved
+// worker and no per-path queue (its options: num_threads, connection_queue, listen_backlog,
+// request_timeout_ms, keep_alive_timeout_ms). So 72 idle TCP connections held every worker and
+// /healthz waited 10 s behind them: the kubelet restarted the pod. The kernel can keep such
+// connections away from the workers: with TCP_DEFER_ACCEPT a connection is handed to accept()
+// only once its first bytes (the request line, or TLS' ClientHello: both protocols speak first
+// from the client) have arrived, so an idle connection never takes a worker while it is idle.
+// The kernel holds it half-open (bounded by the listen backlog, then SYN cookies) and, if it
+// still has not spoken when the period ends, hands it over anyway after its last SYN-ACK
+// retransmit (about 63 s for 60 s), where request_timeout_ms closes it. A client that sends a
+// few bytes and stalls (slowloris) still holds a worker until request_timeout_ms: that is the
+// bound docs/security.md states for it. civetweb does not expose its listening socket, so it is
+// found among this process's descriptors by its port.
+void HttpServer::defer_accept_until_request(int port) {
+  constexpr int kDeferSeconds = 60;
+  DIR* dir = opendir("/proc/self/fd");
+  if (!dir) return;
+  bool set = false;
+  while (dirent* e = readdir(dir)) {
+    int fd = -1;
+    auto [end, ec] = std::from_chars(e->d_name, e->d_name + std::strlen(e->d_name), fd);
+    if (ec != std::errc() || *end != '\0' || fd == dirfd(dir)) continue;
+    int listening = 0;
+    socklen_t len = sizeof listening;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening) continue;
+    sockaddr_storage addr{};
+    socklen_t alen = sizeof addr;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &alen) != 0 || addr.ss_family != AF_INET) continue;
+    if (ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port) != port) continue;
+    set |= setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &kDeferSeconds, sizeof kDeferSeconds) == 0;
+  }
+  closedir(dir);
+  if (!set) spdlog::warn("http: cannot set TCP_DEFER_ACCEPT on port {}: idle connections can hold workers", port);
 }
 
 // civetweb's master thread polls the listening socket in 2 s quanta and only then sees the stop

@@ -86,6 +86,7 @@ class HttpServer {
   int handle(mg_connection* conn);
   int serve_metrics(mg_connection* conn);
   bool admit(mg_connection* conn);  // counts one in flight; on refusal answers 503 and undoes it
+  static void defer_accept_until_request(int port);  // TCP_DEFER_ACCEPT on civetweb's listening socket
   HttpOptions opts_;
   HttpHandlers handlers_;
   std::mutex auth_mu_;

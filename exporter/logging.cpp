@@ -4,6 +4,8 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "exporter/text.h"
+
 namespace rdma::exporter {
 namespace {
 
@@ -45,19 +47,12 @@ class StructuredFormatter final : public spdlog::formatter {
 
  private:
   static void append(spdlog::memory_buf_t& d, std::string_view s) { d.append(s.data(), s.data() + s.size()); }
+  // The message as a JSON string (logfmt quotes its values the same way): one line, valid UTF-8
+  // whatever a peer or a fabric node put in a name the message quotes.
   static void escape(spdlog::memory_buf_t& d, std::string_view s) {
-    for (char c : s) {
-      if (c == '"' || c == '\\') {
-        d.push_back('\\');
-        d.push_back(c);
-      } else if (c == '\n') {
-        append(d, "\\n");
-      } else if (static_cast<unsigned char>(c) < 0x20) {
-        d.push_back(' ');
-      } else {
-        d.push_back(c);
-      }
-    }
+    std::string quoted;
+    append_json_string(quoted, s);
+    append(d, std::string_view(quoted).substr(1, quoted.size() - 2));
   }
   bool json_;
 };

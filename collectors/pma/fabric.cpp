@@ -13,6 +13,7 @@
 
 #include "collectors/pma/pma_metrics.h"
 #include "exporter/exposition.h"
+#include "exporter/text.h"
 
 namespace rdma::collectors::pma {
 
@@ -542,25 +543,6 @@ TargetAnswer FabricLoop::read_target(std::uint64_t guid, const std::vector<int>&
   return {200, std::move(text).finish()};
 }
 
-namespace {
-void append_json_string(std::string& out, std::string_view v) {
-  out += '"';
-  for (unsigned char c : v) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  out += '"';
-}
-}  // namespace
-
 std::string FabricLoop::targets_json(std::string_view type) const {
   // One target group per node: its labels differ. `node_guid` becomes a target label (the /pma
   // series join their _info on it and `port`); the __meta_ labels are there for relabelling.
@@ -572,15 +554,15 @@ std::string FabricLoop::targets_json(std::string_view type) const {
     if (!first) out += ',';
     first = false;
     out += "\n{\"targets\":[";
-    append_json_string(out, n.guid_label);
+    exporter::append_json_string(out, n.guid_label);
     out += "],\"labels\":{\"node_guid\":";
-    append_json_string(out, n.guid_label);
+    exporter::append_json_string(out, n.guid_label);
     out += ",\"__meta_rdma_node_name\":";
-    append_json_string(out, n.name);
+    exporter::append_json_string(out, n.name);
     out += ",\"__meta_rdma_node_description\":";
-    append_json_string(out, n.description);
+    exporter::append_json_string(out, n.description);
     out += ",\"__meta_rdma_node_type\":";
-    append_json_string(out, n.type);
+    exporter::append_json_string(out, n.type);
     out += ",\"__meta_rdma_node_ports\":\"" + std::to_string(n.ports.size()) + "\"}}";
   }
   out += "\n]\n";

@@ -157,3 +157,41 @@ TEST_CASE("Accept-Encoding negotiation") {
   CHECK_FALSE(accepts_gzip("gzip;q=0"));
   CHECK_FALSE(accepts_gzip(""));
 }
+
+TEST_CASE("label values are written as valid UTF-8 whatever bytes they hold") {
+  MetricSink s;
+  s.info("x_info", "help", {{"node_name", std::string("hca\xff\xfe") + " caf\xc3\xa9"}});
+  s.info("x_info", "help", {{"node_name", "\xc0\xaf\xed\xa0\x80\xf4\x90\x80\x80 \xe2\x82"}});  // overlong, surrogate, > U+10FFFF, cut
+  std::string out;
+  write_text(s.families(), out);
+  CHECK(is_valid_utf8(out));
+  CHECK(out.find("node_name=\"hca\xEF\xBF\xBD\xEF\xBF\xBD caf\xc3\xa9\"") != std::string::npos);
+  std::string replaced;
+  append_escaped_label_value(replaced, "\xc0\xaf");
+  CHECK(replaced == "\xEF\xBF\xBD\xEF\xBF\xBD");
+  const LabelSet set(Labels{{"device", "mlx5\xff"}});
+  CHECK(set.text() == "device=\"mlx5\xEF\xBF\xBD\"");
+}
+
+TEST_CASE("label values are cut at a character boundary after the documented bound") {
+  std::string v(kMaxLabelValueBytes - 1, 'a');
+  v += "\xc3\xa9tail";  // the two-byte character straddles the bound: dropped whole
+  std::string out;
+  append_escaped_label_value(out, v);
+  CHECK(out == std::string(kMaxLabelValueBytes - 1, 'a'));
+  out.clear();
+  append_escaped_label_value(out, std::string(kMaxLabelValueBytes, '"'));
+  CHECK(out.size() == 2 * kMaxLabelValueBytes);  // the bound counts input bytes; escapes may double them
+}
+
+TEST_CASE("JSON strings are escaped and valid UTF-8") {
+  std::string out;
+  append_json_string(out, std::string("a\"b\\c\n\t\x01\x1f\x7f\xff\xe2\x82\xac", 14));
+  CHECK(out == "\"a\\\"b\\\\c\\n\\t\\u0001\\u001f\x7f\xEF\xBF\xBD\xe2\x82\xac\"");
+  out.clear();
+  append_json_string(out, std::string("\0", 1));
+  CHECK(out == "\"\\u0000\"");
+  CHECK(is_valid_utf8("\xf0\x9f\x98\x80"));
+  CHECK_FALSE(is_valid_utf8("\xf0\x9f\x98"));
+  CHECK_FALSE(is_valid_utf8("\xed\xbf\xbf"));  // a surrogate
+}
