@@ -3,6 +3,7 @@
 #include <crypt.h>
 #include <yaml-cpp/yaml.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <sstream>
 
 #include "exporter/options.h"
+#include "exporter/tls/openssl_api.h"
 
 namespace rdma::exporter {
 namespace {
@@ -243,6 +245,37 @@ std::optional<std::pair<std::string, std::string>> parse_basic_authorization(std
 
 BasicAuthenticator::BasicAuthenticator(std::map<std::string, std::string> users) : users_(std::move(users)) {}
 
+namespace {
+// The cache remembers a keyed hash of what was verified, never the password itself: a core dump
+// or a read of the process' memory gives no credential. HMAC-SHA256 under a key drawn once per
+// process (nothing persists it); nullopt when OpenSSL's module or its CSPRNG is unavailable, and
+// then nothing is cached (every request pays bcrypt).
+std::optional<std::string> verified_key(std::string_view user, std::string_view password, const std::string& hash) {
+  struct Key {
+    std::array<std::uint8_t, 32> bytes{};
+    bool ok = false;
+  };
+  static const Key key = [] {
+    Key k;
+    try {
+      k.ok = tls::openssl().random_bytes(k.bytes.data(), k.bytes.size());
+    } catch (const std::exception&) {
+      k.ok = false;
+    }
+    return k;
+  }();
+  if (!key.ok) return std::nullopt;
+  std::string data;
+  data.reserve(user.size() + password.size() + hash.size() + 2);
+  data.append(user).append(1, '\0').append(password).append(1, '\0').append(hash);
+  std::string mac(32, '\0');
+  tls::openssl().hmac_sha256(key.bytes.data(), key.bytes.size(), reinterpret_cast<const std::uint8_t*>(data.data()),
+                             data.size(), reinterpret_cast<std::uint8_t*>(mac.data()));
+  explicit_bzero(data.data(), data.size());
+  return mac;
+}
+}  // namespace
+
 bool BasicAuthenticator::check(const char* header) {
   if (users_.empty()) return true;
   if (!header) return false;
@@ -252,16 +285,16 @@ bool BasicAuthenticator::check(const char* header) {
   // A fixed, valid hash of a random string: unknown users cost one bcrypt like known ones.
   static const std::string kDummy = "$2b$10$3CJSNgox.Z7YrP9DtcOZB.QJXIQP3eTHvD9mWlpLYPfWkd5lqxueK";
   const std::string& hash = it == users_.end() ? kDummy : it->second;
-  std::string key = cred->first + '\0' + cred->second + '\0' + hash;
-  if (it != users_.end()) {
+  const std::optional<std::string> key = verified_key(cred->first, cred->second, hash);
+  if (it != users_.end() && key) {
     std::lock_guard lock(mu_);
-    if (verified_.count(key)) return true;
+    if (verified_.count(*key)) return true;
   }
   bool ok = bcrypt_verify(cred->second, hash) && it != users_.end();
-  if (ok) {
+  if (ok && key) {
     std::lock_guard lock(mu_);
     if (verified_.size() >= 64) verified_.clear();
-    verified_.insert(std::move(key));
+    verified_.insert(*key);
   }
   return ok;
 }

@@ -62,7 +62,8 @@ bool bcrypt_verify(std::string_view password, const std::string& hash);
 std::optional<std::pair<std::string, std::string>> parse_basic_authorization(std::string_view header);
 
 // Checks Authorization headers against basic_auth_users. bcrypt costs ~50 ms per check, so
-// (like exporter-toolkit) a successful (user, password, hash) triple is remembered in memory;
+// (like exporter-toolkit) a successful (user, password, hash) triple is remembered in memory, as its
+// HMAC-SHA256 under a per-process random key, never the password itself;
 // a wrong password always pays the full bcrypt cost, and so does an unknown user (against a
 // dummy hash) so that user names cannot be told apart by timing.
 class BasicAuthenticator {
@@ -70,11 +71,16 @@ class BasicAuthenticator {
   explicit BasicAuthenticator(std::map<std::string, std::string> users);
   bool enabled() const { return !users_.empty(); }
   bool check(const char* authorization_header);
+  // What the cache holds (tests: that no credential is in it).
+  std::set<std::string> cached() const {
+    std::lock_guard lock(mu_);
+    return verified_;
+  }
 
  private:
   std::map<std::string, std::string> users_;
-  std::mutex mu_;
-  std::set<std::string> verified_;  // user '\0' password '\0' hash; bounded
+  mutable std::mutex mu_;
+  std::set<std::string> verified_;  // HMAC-SHA256 of user '\0' password '\0' hash; bounded
 };
 
 }  // namespace rdma::exporter

@@ -2,6 +2,7 @@
 """hardening: in-process TLS (through exporter/tls's libssl shim) and basic auth, checked with
 curl (certificate verification, 401 without / 200 with credentials, client certificates), bad web
 configs (clear error, non-zero exit), and the installed layout (DT_RPATH $ORIGIN/../lib/rdma_exporter)."""
+import json
 import os
 import shutil
 import signal
@@ -10,7 +11,7 @@ import tempfile
 import time
 import unittest
 
-from hlib import Daemon, args, bcrypt, empty_sysfs, make_certs, run_to_exit, parse_text, value
+from hlib import Daemon, args, bcrypt, empty_sysfs, free_port, make_certs, run_to_exit, parse_text, value
 
 A = args()
 EXE = A.exporter
@@ -83,6 +84,37 @@ class TlsAuth(unittest.TestCase):
             rc, _, _, _ = curl("--cacert", ca, "--tls-max", "1.1", url + "/healthz")
             self.assertNotEqual(rc, 0)
             self.assertIsNone(d.proc.poll(), "exporter died: " + d.log())
+
+    def test_basic_auth_on_every_path(self):
+        """Every path but /healthz asks for credentials: the collectors' paths (/probe, /pma,
+        /pma/targets) as well as /metrics and the landing page; with them, each answers its own way."""
+        secret = os.path.join(self.d, "prober.secret")
+        with open(secret, "w") as f:
+            f.write("right\n")
+        cfg = os.path.join(self.d, "paths.yml")
+        with open(cfg, "w") as f:
+            f.write(f"collectors:\n  prober:\n    enabled: true\n    listen_address: \"127.0.0.1:{free_port()}\"\n"
+                    f"    secret_file: {secret}\n    probe_modules:\n"
+                    "      write_lat: {kind: write_lat, size: 2, iterations: 10}\n"
+                    "  pma:\n    fabric: true\n    fabric_snapshot: false\n")
+        web = self.web(f"basic_auth_users:\n  prometheus: '{self.hash}'\n", "auth-only.yml")
+        with Daemon(EXE, f"--web.config.file={web}", f"--config.file={cfg}", f"--path.sysfs={self.sys}",
+                    auth=("prometheus", "s3cret")) as d:
+            paths = ["/metrics", "/", "/probe?target=127.0.0.1:1&module=write_lat", "/pma?target=0x1", "/pma/targets"]
+            for path in paths:
+                self.assertEqual(d.request(path, auth=())[0], 401, path)  # no Authorization header
+                self.assertEqual(d.request(path, auth=("prometheus", "wrong"))[0], 401, path)
+            self.assertEqual(d.request("/healthz", auth=())[0], 200)
+            # With credentials every path gets past the door: its own answer, never 401 or 404.
+            st, body = d.request("/pma/targets")
+            self.assertEqual(st, 200, body)
+            self.assertEqual(json.loads(body), [])  # no fabric here: no targets
+            st, body = d.request("/pma?target=0x1")
+            self.assertIn(st, (404, 503), body)  # not a node of a discovery
+            self.assertIn("target", body)
+            st, body = d.request("/probe?target=127.0.0.1:1&module=write_lat")
+            self.assertNotIn(st, (401, 404), body)
+            self.assertEqual(d.request("/metrics")[0], 200)
 
     def test_shim_is_what_civetweb_loads(self):
         """LD_DEBUG shows civetweb's dlopen("libssl.so") resolving to the build's shim via DT_RPATH."""

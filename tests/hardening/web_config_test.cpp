@@ -136,6 +136,13 @@ TEST_CASE("basic auth: header decoding and the authenticator", "[web_config][aut
   CHECK_FALSE(auth.check("Basic b3RoZXI6czNjcmV0"));          // other:s3cret
   CHECK(auth.check("Basic cHJvbWV0aGV1czpzM2NyZXQ="));
   CHECK(auth.check("Basic cHJvbWV0aGV1czpzM2NyZXQ="));  // cached
+  // The cache holds a keyed hash (32 bytes of HMAC-SHA256), neither the password nor the user.
+  REQUIRE(auth.cached().size() == 1);
+  const std::string key = *auth.cached().begin();
+  CHECK(key.size() == 32);
+  CHECK(key.find("s3cret") == std::string::npos);
+  CHECK(key.find("prometheus") == std::string::npos);
+  CHECK(BasicAuthenticator({{"prometheus", make_hash("s3cret")}}).check("Basic cHJvbWV0aGV1czpzM2NyZXQ="));
   CHECK_FALSE(BasicAuthenticator({}).enabled());
   CHECK(BasicAuthenticator({}).check(nullptr));
 }
