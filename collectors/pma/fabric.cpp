@@ -110,7 +110,10 @@ void emit_fabric_port(const FabricPort& fp, const exporter::Labels& node, const 
 }
 }  // namespace
 
-FabricLoop::FabricLoop(FabricOptions o) : o_(std::move(o)) {
+// Up to 4,096 distinct reads cached: a node and port list each (a fabric of thousands of nodes
+// scraped by one exporter fits; a client inventing port lists only evicts the oldest).
+FabricLoop::FabricLoop(FabricOptions o)
+    : o_(std::move(o)), target_reads_(o_.target_cache, 4096), target_bucket_(o_.target_mad_rate, 0) {
   if (!o_.node_name_map.empty()) {
     std::ifstream in(o_.node_name_map);
     std::stringstream ss;
@@ -186,13 +189,14 @@ std::shared_ptr<mad::MadClient> FabricLoop::client() const {
 
 void FabricLoop::collect(exporter::MetricSink& out) const {
   {
-    std::lock_guard lock(target_mu_);
-    for (const auto& [result, count] : target_requests_)
+    TargetCounters& c = target_counters();
+    std::lock_guard lock(c.mu);
+    for (const auto& [result, count] : c.requests)
       out.counter("rdma_pma_fabric_target_requests_total",
-                  "/pma target requests by result (ok, partial, unreachable, bad_request, unknown_target).",
+                  "/pma target requests by result (ok, partial, unreachable, rate_limited, bad_request, unknown_target).",
                   {{"result", result}}, count);
     out.counter("rdma_pma_fabric_target_mads_total", "PMA MADs sent for /pma target requests, retries included.", {},
-                target_mads_);
+                c.mads);
   }
   std::shared_ptr<const Snapshot> s;
   {
@@ -223,6 +227,7 @@ bool FabricLoop::rediscover(std::string* err) {
   }
   learned_.clear();
   discovered_at_ = Clock::now();
+  ++discoveries_;
   rediscover_ = false;
   return true;
 }
@@ -241,7 +246,10 @@ void FabricLoop::refresh_once() {
       spdlog::warn("pma fabric: cannot open MAD port: {}", err);
     }
   }
-  if (client() && (rediscover_ || !topology() || Clock::now() - discovered_at_ >= o_.discovery_period)) {
+  const bool target_asks = target_asks_discovery_ && Clock::now() - target_discovery_at_ >= o_.discovery_period;
+  if (client() && (rediscover_ || target_asks || !topology() || Clock::now() - discovered_at_ >= o_.discovery_period)) {
+    if (target_asks) target_discovery_at_ = Clock::now();
+    target_asks_discovery_ = false;  // this discovery looks for whatever a target missed
     std::string err;
     if (!rediscover(&err)) {
       ++discovery_errors_;
@@ -401,6 +409,8 @@ void FabricLoop::refresh_once() {
     sink.gauge_u64("rdma_pma_fabric_ports_answered", "Ports whose PortCounters answered in the last refresh.", {},
                    ports_ok);
   sink.counter("rdma_pma_fabric_refreshes_total", "Fabric refreshes run since start.", {}, refreshes_);
+  sink.counter("rdma_pma_fabric_discoveries_total", "Fabric discoveries (libibnetdisc sweeps) that succeeded.", {},
+               discoveries_);
   sink.counter("rdma_pma_fabric_mads_total", "PMA MADs sent by fabric mode, retries included.", {}, mads_);
   sink.counter("rdma_pma_fabric_stray_replies_total", "Replies that matched no outstanding request (late or duplicate).",
                {}, stray_);
@@ -422,12 +432,14 @@ void FabricLoop::refresh_once() {
 }
 
 void FabricLoop::count_request(const std::string& result) {
-  std::lock_guard lock(target_mu_);
-  ++target_requests_[result];
+  TargetCounters& c = target_counters();
+  std::lock_guard lock(c.mu);
+  ++c.requests[result];
 }
 
 TargetAnswer FabricLoop::read_target(std::uint64_t guid, const std::vector<int>& ports,
                                      std::optional<std::chrono::milliseconds> budget) {
+  const auto started = Clock::now();
   const std::shared_ptr<const Topology> topo = topology();
   const FabricNode* n = topo ? topo->find(guid) : nullptr;
   if (!n) {
@@ -441,33 +453,69 @@ TargetAnswer FabricLoop::read_target(std::uint64_t guid, const std::vector<int>&
     count_request("bad_request");
     return {400, "target " + n->guid_label + " has no cabled port with a LID among those asked\n"};
   }
-  const std::shared_ptr<mad::MadClient> client_ref = client();
-  if (!client_ref) {
-    count_request("unreachable");
-    return {503, "the exporter's MAD port is not open\n"};
-  }
   // Two rounds at most (ClassPortInfo, then the counters), each with its retries, within the
-  // budget; the MAD queue may add a wait behind other targets, which the offset covers.
+  // budget; the MAD queue may add a wait behind other targets, which the offset covers. The
+  // header may shorten an attempt, never below the floor: a tiny header would otherwise turn
+  // every answer into timeouts (and each timeout into a request for rediscovery).
   mad::QueryOptions q = o_.query;
   if (budget) {
     const auto per_attempt = *budget / (2 * (q.retries + 1));
-    q.timeout = std::max(std::chrono::milliseconds(10), std::min(q.timeout, per_attempt));
+    q.timeout = std::max(std::min(q.timeout, o_.target_min_attempt), std::min(q.timeout, per_attempt));
   }
+  // The longest the read may take, which also bounds the wait for MAD tokens.
+  const auto deadline = started + (budget ? std::max(*budget, 2 * (q.retries + 1) * q.timeout)
+                                          : 2 * (q.retries + 1) * q.timeout);
+  std::string key = n->guid_label + "/" + std::to_string(q.timeout.count());
+  for (const FabricPort* fp : wanted) key += "," + std::to_string(fp->number);
+  bool shared = false;
+  TargetAnswer a = target_reads_.get(key, [&] { return read_target_now(*n, wanted, q, budget.has_value(), deadline); },
+                                     &shared);
+  {
+    TargetCounters& c = target_counters();
+    std::lock_guard lock(c.mu);
+    ++c.requests[a.result];
+    c.mads += a.mads;
+  }
+  if (a.status == 200) {  // this request's own MADs: 0 when it shared another's read
+    exporter::MetricSink sink;
+    sink.gauge_u64("rdma_pma_fabric_target_mads", "PMA MADs this target request sent, retries included (0: answered "
+                   "from a read another request made, shared or cached for fabric-target-cache).", {}, a.mads);
+    exporter::write_text(sink, a.body);
+  }
+  return a;
+}
+
+TargetAnswer FabricLoop::read_target_now(const FabricNode& node, const std::vector<const FabricPort*>& wanted,
+                                         const mad::QueryOptions& q, bool fitted, MadBucket::Clock::time_point deadline) {
+  const FabricNode* n = &node;
+  const std::shared_ptr<mad::MadClient> client_ref = client();
+  if (!client_ref) return {503, "the exporter's MAD port is not open\n", "unreachable"};
   std::uint64_t sent = 0;
+  bool limited = false;
+  // Every round takes its MADs from the fabric-wide bucket first (retries are debited after).
   auto query = [&](const std::vector<mad::PmaQuery>& qs) {
+    if (!target_bucket_.take(static_cast<double>(qs.size()), deadline)) {
+      limited = true;
+      return std::vector<mad::PmaReply>{};
+    }
     mad::QueryStats st;
     auto r = client_ref->query(qs, q, &st);
     sent += st.sent;
+    if (st.sent > qs.size()) target_bucket_.debit(static_cast<double>(st.sent - qs.size()));
     return r;
   };
+  auto refused = [&] {
+    return TargetAnswer{503, "target " + n->guid_label + " not read: the fabric-wide MAD rate cap (fabric-target-mad-rate " +
+                                 std::to_string(static_cast<std::uint64_t>(o_.target_mad_rate)) +
+                                 "/s) leaves no room within the scrape timeout\n",
+                        "rate_limited", sent};
+  };
   auto fail = [&](const std::string& why) {
-    rediscover_ = true;  // the node may have gone: the loop looks again
-    std::lock_guard lock(target_mu_);
-    ++target_requests_["unreachable"];
-    target_mads_ += sent;
+    target_asks_discovery_ = true;  // the node may have gone: the loop looks again, at most once per discovery period
     return TargetAnswer{503, "target " + n->guid_label + " (" + n->name + ") did not answer: " + why + " (MAD timeout " +
                                  std::to_string(q.timeout.count()) + " ms, " + std::to_string(q.retries) +
-                                 " retries" + (budget ? ", fitted to the scrape timeout" : "") + ")\n"};
+                                 " retries" + (fitted ? ", fitted to the scrape timeout" : "") + ")\n",
+                        "unreachable", sent};
   };
   Learned known;
   bool have = false;
@@ -478,6 +526,7 @@ TargetAnswer FabricLoop::read_target(std::uint64_t guid, const std::vector<int>&
   if (!have) {
     const mad::PmaQuery cpi{n->lid, 0, mad::PmaAttr::kClassPortInfo};
     auto r = query({cpi});
+    if (limited) return refused();
     PortReadings pr;
     if (r[0].outcome != mad::Outcome::kOk || !store(pr, cpi.attr, r[0]))
       return fail("ClassPortInfo " + std::string(mad::outcome_label(r[0].outcome)));
@@ -502,6 +551,7 @@ TargetAnswer FabricLoop::read_target(std::uint64_t guid, const std::vector<int>&
     }
   }
   auto replies = query(qs);
+  if (limited) return refused();
   std::vector<PortReadings> readings(wanted.size());
   std::vector<bool> failed(wanted.size(), false);
   for (auto& r : readings) r.cap_mask = known.cap;
@@ -525,11 +575,9 @@ TargetAnswer FabricLoop::read_target(std::uint64_t guid, const std::vector<int>&
   for (std::size_t p = 0; p < wanted.size(); ++p) answered += !failed[p] && readings[p].pc;
   if (answered == 0) return fail(first_error.empty() ? "no PortCounters" : first_error);
   const bool partial = answered < wanted.size();
-  {
+  if (!partial) {
     std::lock_guard lock(target_mu_);
-    if (!partial) target_learned_[n->guid_label] = known;  // a failed port is asked ClassPortInfo again
-    ++target_requests_[partial ? "partial" : "ok"];
-    target_mads_ += sent;
+    target_learned_[n->guid_label] = known;  // a failed port is asked ClassPortInfo again
   }
   // The series carry only `port`: the target (and its node_guid label from /pma/targets) names
   // the node, and names live in the two _info series, so that a port costs well under 2 KB.
@@ -537,10 +585,9 @@ TargetAnswer FabricLoop::read_target(std::uint64_t guid, const std::vector<int>&
   emit_node(*n, {}, sink);
   for (std::size_t p = 0; p < wanted.size(); ++p) emit_fabric_port(*wanted[p], {}, failed[p] ? nullptr : &readings[p], sink);
   sink.gauge_u64("rdma_pma_fabric_target_ports_answered", "Ports of this target whose PortCounters answered.", {}, answered);
-  sink.gauge_u64("rdma_pma_fabric_target_mads", "PMA MADs this target request sent, retries included.", {}, sent);
   exporter::TextAccumulator text;
   text.add(std::move(sink));
-  return {200, std::move(text).finish()};
+  return {200, std::move(text).finish(), partial ? "partial" : "ok", sent};
 }
 
 std::string FabricLoop::targets_json(std::string_view type) const {

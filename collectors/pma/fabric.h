@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "collectors/pma/pma_metrics.h"
+#include "collectors/pma/target_guard.h"
 #include "exporter/metrics.h"
 #include "sources/mad/mad_client.h"
 #include "sources/mad/pma_decode.h"
@@ -36,6 +37,13 @@ struct FabricOptions {
   bool vl_xmit_wait = false;
   bool snapshot = true;  // false: the loop only discovers; counters are read per target
   bool error_details = false;  // targets also read PortRcvErrorDetails and PortXmitDiscardDetails
+  // /pma?target= bounds (target_guard.h, docs/fabric.md): a finished read answers the same request
+  // for target_cache; target reads together send at most target_mad_rate MADs/s; the scrape
+  // timeout header never shortens a MAD attempt below target_min_attempt (nor lengthens it
+  // beyond `query.timeout`).
+  std::chrono::milliseconds target_cache{5000};
+  double target_mad_rate = 2000;
+  std::chrono::milliseconds target_min_attempt{100};
   mad::QueryOptions query;
 };
 
@@ -60,11 +68,6 @@ struct Topology {
   }
 };
 
-// The answer to one target request (the HTTP layer wraps it).
-struct TargetAnswer {
-  int status = 200;
-  std::string body;
-};
 
 // Discovers the fabric with libibnetdisc; names from the map, else NodeDescription.
 // nullptr and *error on failure.
@@ -92,7 +95,7 @@ class FabricLoop {
   // http_sd_configs JSON.
   std::string targets_json(std::string_view type = {}) const;
   // A request refused before any MAD (bad or unknown target): counted by reason.
-  void count_request(const std::string& result);
+  static void count_request(const std::string& result);
 
  private:
   struct Snapshot {
@@ -100,6 +103,9 @@ class FabricLoop {
     std::chrono::steady_clock::time_point taken;
   };
   void run();
+  // The MADs of one target read (read_target's, behind its cache and rate cap).
+  TargetAnswer read_target_now(const FabricNode& n, const std::vector<const FabricPort*>& wanted,
+                               const mad::QueryOptions& q, bool fitted, MadBucket::Clock::time_point deadline);
   void publish(std::string text);
   std::shared_ptr<const Topology> topology() const;
   std::shared_ptr<mad::MadClient> client() const;
@@ -110,6 +116,12 @@ class FabricLoop {
   mutable std::mutex topo_mu_;           // topo_ and client_
   std::chrono::steady_clock::time_point discovered_at_{};
   std::atomic<bool> rediscover_{true};
+  // A target that did not answer asks for a discovery (the node may have gone), granted at most
+  // once per discovery_period: a client asking for a dead node, or with a tiny timeout header,
+  // must not turn the discovery into a fabric-wide SMP sweep per refresh.
+  std::atomic<bool> target_asks_discovery_{false};
+  std::chrono::steady_clock::time_point target_discovery_at_ = std::chrono::steady_clock::now();
+  std::uint64_t discoveries_ = 0;
   double discovery_seconds_ = 0;
   // What each node's agent said about itself (node guid -> ClassPortInfo CapabilityMask, and the
   // optional attributes each port number refused). A node is here once its ClassPortInfo answered;
@@ -131,8 +143,8 @@ class FabricLoop {
   // Target mode's own knowledge of each node's agent (learned_ belongs to the loop thread).
   mutable std::mutex target_mu_;
   std::map<std::string, Learned> target_learned_;
-  std::map<std::string, std::uint64_t> target_requests_;  // by result
-  std::uint64_t target_mads_ = 0;
+  TargetReads target_reads_;
+  MadBucket target_bucket_;
 
   mutable std::mutex snap_mu_;
   std::shared_ptr<const Snapshot> snap_;

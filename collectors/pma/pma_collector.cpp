@@ -311,6 +311,12 @@ RDMA_REGISTER_COLLECTOR({
             {"fabric-error-details", exporter::OptionType::kBool, "false",
              "/pma targets also read PortRcvErrorDetails and PortXmitDiscardDetails (2 more MADs and 10 more series "
              "per port; the snapshot always reads them)."},
+            {"fabric-target-cache", exporter::OptionType::kDuration, "5s",
+             "/pma?target=: a finished read of a node answers the same request (node, ports) for this long, and "
+             "concurrent requests share one read (see docs/fabric.md)."},
+            {"fabric-target-mad-rate", exporter::OptionType::kInt, "2000",
+             "/pma?target=: PMA MADs per second all target reads together may send (retries included); a request "
+             "that cannot get its MADs within its scrape timeout answers 503 (result rate_limited)."},
             {"fabric-vl-xmit-wait", exporter::OptionType::kBool, "false",
              "Fabric mode: also read PortVLXmitWaitCounters (one more MAD per port)."},
             {"node-name-map", exporter::OptionType::kString, "",
@@ -338,6 +344,8 @@ RDMA_REGISTER_COLLECTOR({
         f.vl_xmit_wait = s.boolean("fabric-vl-xmit-wait");
         f.snapshot = s.boolean("fabric-snapshot");
         f.error_details = s.boolean("fabric-error-details");
+        f.target_cache = s.positive_duration("fabric-target-cache");
+        f.target_mad_rate = static_cast<double>(s.integer("fabric-target-mad-rate", 1, 1000000));
         f.query = local.query;
         fabric = std::make_unique<FabricLoop>(std::move(f));
       }
