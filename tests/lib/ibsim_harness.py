@@ -104,8 +104,8 @@ class Sim:
         self.env = dict(os.environ, IBSIM_SOCKNAME="pma-ibsim-%d-%d" % (os.getpid(), id(self) % 100000),
                         SIM_HOST=host, OSM_CACHE_DIR=self.dir, OSM_TMP_DIR=self.dir)
         self.shim = shim_path()
-        with open(os.path.join(self.dir, "net"), "w") as f:
-            f.write(net)
+        with open(os.path.join(self.dir, "net"), "wb" if isinstance(net, bytes) else "w") as f:
+            f.write(net)  # bytes: a net file with names that are not UTF-8
         self.buf = ""
         self.buf_cv = threading.Condition()
         self.log = open(os.path.join(self.dir, "ibsim.log"), "w")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """pma collector against the ibsim simulator: exporter values == PerformanceSet values == perfquery.
 
-usage: test_pma.py --exporter PATH local|fabric|faults|targets|unsupported_local|unsupported_fabric|port_mad <pma_mad_double.so>
+usage: test_pma.py --exporter PATH local|fabric|faults|targets|target_bounds|utf8|unsupported_local|unsupported_fabric|port_mad <pma_mad_double.so>
 (port_mad: the port collector's counters through MADs, on a sysfs tree of the simulator's CA)
 Exit 0 = pass, else fail (also when the simulator cannot be installed or started).
 """
@@ -19,7 +19,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from exporter_harness import Prometheus, take_exporter_arg  # noqa: E402
-from ibsim_harness import Exporter, Sim, SetupError, fat_tree, get, parse_metrics, wait_for  # noqa: E402
+from ibsim_harness import DEFAULT_NET, Exporter, Sim, SetupError, fat_tree, get, parse_metrics, wait_for  # noqa: E402
 
 FAILS = []
 
@@ -445,6 +445,134 @@ def case_targets(sim, exe):
     eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
 
 
+def case_utf8(sim, exe):
+    """A node whose NodeDescription is not UTF-8 (bytes ff fe; any root user of a fabric node can set
+    it): /metrics stays UTF-8 and promtool-clean, /pma/targets stays JSON, the name shows U+FFFD."""
+    e = Exporter(sim, exe, "--collector.pma.fabric", "--collector.pma.fabric-period=200ms",
+                 "--collector.pma.timeout=200ms")
+    wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_ports_answered") == 8, 60, what="fabric snapshot")
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % e.port, timeout=30) as r:
+        raw = r.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as x:
+        check(False, "/metrics is UTF-8: %s" % x)
+        return
+    check('node_name="Hca\ufffd\ufffd2"' in text, "the invalid bytes are U+FFFD in node_name")
+    promtool_clean(text, "fabric snapshot with a non-UTF-8 NodeDescription")
+    with urllib.request.urlopen("http://127.0.0.1:%d/pma/targets" % e.port, timeout=30) as r:
+        body = r.read()
+    try:
+        groups = json.loads(body.decode("utf-8"))
+    except ValueError as x:
+        check(False, "/pma/targets is UTF-8 JSON: %s" % x)
+        return
+    names = {g["labels"]["__meta_rdma_node_name"]: g["targets"][0] for g in groups}
+    check("Hca\ufffd\ufffd2" in names, "/pma/targets lists the node, U+FFFD for the bytes: %s" % sorted(names))
+    status, body = http_get(e.port, "/pma?target=" + names.get("Hca\ufffd\ufffd2", "0x0"))
+    eq(status, 200, "the node answers as a target")
+    promtool_clean(body, "/pma target named with invalid UTF-8")
+    eq(e.stop(), 0, "exporter exits 0")
+
+
+def flood(port, paths, clients, seconds, headers=None):
+    """`clients` threads, each with its own keep-alive connection, GET the paths in turn for
+    `seconds`: (answers by status, MADs the answers say they sent, answers that sent MADs, seconds)."""
+    import http.client
+    import threading
+    lock = threading.Lock()
+    statuses, mads, reads = {}, [0], [0]
+    stop = time.monotonic() + seconds
+
+    def client(k):
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        i = k
+        while time.monotonic() < stop:
+            c.request("GET", paths[i % len(paths)], headers=headers or {})
+            r = c.getresponse()
+            body = r.read().decode()
+            sent = sum(v for (n, _), v in parse_metrics(body).items() if n == "rdma_pma_fabric_target_mads")
+            with lock:
+                statuses[r.status] = statuses.get(r.status, 0) + 1
+                mads[0] += sent
+                reads[0] += sent > 0
+            i += 1
+        c.close()
+    t0 = time.monotonic()
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return statuses, mads[0], reads[0], time.monotonic() - t0
+
+
+def target_mads(e):
+    return get(e.metrics(), "rdma_pma_fabric_target_mads_total")
+
+
+def case_target_bounds(sim, exe):
+    """/pma?target= under a flood: one read shared by concurrent requests and cached; the MADs of
+    all target reads within the rate cap; a dead target and tiny timeout headers start no discovery;
+    the target counters survive a reload that rebuilds the collector."""
+    cfg = os.path.join(sim.dir, "bounds.yml")
+
+    def config(cache, rate):
+        with open(cfg, "w") as f:
+            f.write("collectors:\n  pma:\n    local: false\n    fabric: true\n    fabric_snapshot: false\n"
+                    "    fabric_period: 200ms\n    timeout: 200ms\n    fabric_target_cache: %s\n"
+                    "    fabric_target_mad_rate: %d\n" % (cache, rate))
+    config("5s", 300)
+    e = Exporter(sim, exe, "--config.file=" + cfg)
+    status, body = http_get(e.port, "/pma/targets")
+    guid = {g["labels"]["__meta_rdma_node_name"]: g["targets"][0] for g in json.loads(body)}
+    # 1. 8 clients at one target: one read answers them all while it is fresh.
+    statuses, mads, reads, secs = flood(e.port, ["/pma?target=" + guid["leaf1"]], 8, 2)
+    eq(set(statuses), {200}, "every request to leaf1 answered 200 (%s)" % statuses)
+    check(1 <= reads <= 1 + int(secs / 5), "%d requests in %.1f s made %d read(s) of leaf1 (cache 5 s, single-flight)"
+          % (sum(statuses.values()), secs, reads))
+    eq(target_mads(e), mads, "the MADs counted are those the answers sent")
+    # 2. A reload that rebuilds the collector (cache 1 ms: every request reads) keeps the counters.
+    ok_before = get(e.metrics(), "rdma_pma_fabric_target_requests_total", result="ok")
+    config("1ms", 300)
+    e.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: get(e.metrics(), "rdma_exporter_config_reloads_total", result="success") >= 1, 30, what="reload")
+    m = e.metrics()
+    check(get(m, "rdma_pma_fabric_target_requests_total", result="ok") >= ok_before,
+          "target requests counter survives the reload (%d before)" % ok_before)
+    eq(get(m, "rdma_pma_fabric_target_mads_total"), mads, "target MADs counter survives the reload")
+    # 3. 8 clients over every target, uncached, as Prometheus asks (1 s scrape timeout): the fabric
+    #    sees at most the cap (300 MADs/s, a second's burst): the reads wait for their MADs.
+    before = target_mads(e)
+    statuses, mads, reads, secs = flood(e.port, ["/pma?target=" + g for g in sorted(guid.values())], 8, 3,
+                                        {"X-Prometheus-Scrape-Timeout-Seconds": "1"})
+    sent = target_mads(e) - before
+    rate = sent / secs
+    print("flood of %d requests over %d targets: %d MADs in %.1f s = %.0f MADs/s (cap 300/s + 300 burst): %s"
+          % (sum(statuses.values()), len(guid), sent, secs, rate, statuses))
+    check(sent <= 300 * secs + 300 + 64, "MADs within the cap: %d <= %.0f" % (sent, 300 * secs + 300 + 64))
+    check(sent >= 300, "the flood did read targets (%d MADs)" % sent)
+    # 4. A dead target asked over and over, with a tiny timeout header too: no discovery sweep.
+    discoveries = get(e.metrics(), "rdma_pma_fabric_discoveries_total")
+    sim.cmd('Error "host1-1"[1] 100')
+    try:
+        statuses, _, _, secs = flood(e.port, ["/pma?target=" + guid["host1-1"]], 4, 2,
+                                     {"X-Prometheus-Scrape-Timeout-Seconds": "0.001"})
+        check(set(statuses) <= {503}, "the dead target answers 503 (%s)" % statuses)
+        status, body = http_get(e.port, "/pma?target=" + guid["host1-1"], {"X-Prometheus-Scrape-Timeout-Seconds": "0.001"})
+        check(status == 503 and "MAD timeout 100 ms" in body,
+              "a tiny header leaves the attempt at the 100 ms floor: %d %r" % (status, body.strip()))
+        refreshes = get(e.metrics(), "rdma_pma_fabric_refreshes_total")
+        wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_refreshes_total") >= refreshes + 3, 30,
+                 what="three more loop refreshes")
+        eq(get(e.metrics(), "rdma_pma_fabric_discoveries_total"), discoveries,
+           "no discovery sweep from the failed target within fabric_discovery_period")
+    finally:
+        sim.cmd('Error "host1-1"[1] 0')
+    promtool_clean(e.text(), "target bounds")
+    eq(e.stop(), 0, "exporter exits 0")
+
+
 # Optional attributes the MAD double (pma_mad_double.cpp) makes an agent refuse, by attribute ID.
 REFUSABLE = {0x15: "PortRcvErrorDetails", 0x16: "PortXmitDiscardDetails", 0x1D: "PortCountersExtended"}
 EXT_ONLY = ("unicast_transmit_packets", "unicast_receive_packets", "multicast_transmit_packets",
@@ -735,7 +863,12 @@ def main():
     exe = take_exporter_arg()
     case, double = sys.argv[1], sys.argv[2]
     try:
-        sim = Sim(fat_tree(2, 2, 2), host="host0-0") if case == "targets" else Sim()
+        if case in ("targets", "target_bounds"):
+            sim = Sim(fat_tree(2, 2, 2), host="host0-0")
+        elif case == "utf8":  # Hca2's NodeDescription: bytes ff fe in it
+            sim = Sim(DEFAULT_NET.replace('"Hca2"', '"Hca\xff\xfe2"').encode("latin-1"))
+        else:
+            sim = Sim()
     except SetupError as s:
         print("FAIL - test bed:", s)
         return 1
@@ -744,7 +877,8 @@ def main():
             {"unsupported_local": case_unsupported_local, "unsupported_fabric": case_unsupported_fabric,
              "port_mad": case_port_mad}[case](sim, exe, double)
         else:
-            {"local": case_local, "fabric": case_fabric, "faults": case_faults, "targets": case_targets}[case](sim, exe)
+            {"local": case_local, "fabric": case_fabric, "faults": case_faults, "targets": case_targets,
+             "utf8": case_utf8, "target_bounds": case_target_bounds}[case](sim, exe)
     except Exception as ex:  # noqa: BLE001 - report, clean up, fail
         import traceback
         traceback.print_exc()
