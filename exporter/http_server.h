@@ -86,10 +86,12 @@ class HttpServer {
   int handle(mg_connection* conn);
   int serve_metrics(mg_connection* conn);
   bool admit(mg_connection* conn);  // counts one in flight; on refusal answers 503 and undoes it
+  static bool verifies_client_certs(const WebConfig& web);
   HttpOptions opts_;
   HttpHandlers handlers_;
   std::mutex auth_mu_;
   std::shared_ptr<BasicAuthenticator> auth_;  // replaced whole on reload
+  bool verifies_client_certs_ = false;        // under auth_mu_: a presented client cert was verified
   HttpStats stats_;
   std::atomic<int> scrapes_in_flight_{0};
   void* ssl_ctx_ = nullptr;  // SSL_CTX* until civetweb takes it
