@@ -107,9 +107,10 @@ std::uint64_t memory_limit(const std::string& manifest) {
   return 0;
 }
 
-// The exporter's own memory beside the sessions, with the prober and 1k QPs' worth of state:
-// measured RSS on a Soft-RoCE guest and a fixture host stays under 40 MiB (docs/probe.md,
-// "Memory"); twice that leaves room for allocator slack and hardware queue buffers.
+// The exporter's own memory beside the sessions: 12.4 MiB RSS measured with the prober and
+// /probe on over the fixtures tree (docs/probe.md, "Memory"). 80 MiB leaves room for the mesh's
+// queue pairs of the base's default limits and allocator slack; the prober overlay's 512Mi
+// covers its larger mesh on top.
 constexpr std::uint64_t kBaselineBytes = 80u << 20;
 }  // namespace
 
