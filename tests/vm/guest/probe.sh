@@ -269,7 +269,7 @@ for i in $(seq 100); do
 done
 expect_value "$WORK/d1" 1 rdma_exporter_config_reloads_total result=success
 expect_value "$WORK/d1" 1 rdma_probe_requests_total module=write_lat result=unauthenticated
-c=$(code anon_ok "http://127.0.0.1:$PORT_D/probe?module=write_lat&target=10.77.0.2")
+c=$(code anon_ok "http://127.0.0.1:$PORT_D/probe?module=write_lat&target=10.77.0.2:9662")
 [[ $c == 200 ]] && ok "D: anonymous probe to an allowed target runs" || bad "D: answered $c"
 expect_value "$WORK/anon_ok" 1 probe_success
 for t in 10.77.0.2:9999 10.77.0.2:9663; do
