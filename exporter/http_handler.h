@@ -30,6 +30,18 @@ using HttpPathHandler = std::function<HttpResponse(std::string_view query)>;
 // (the pma collector's /pma) bounds its work with it, as /metrics does.
 std::optional<std::chrono::milliseconds> request_scrape_timeout();
 
+// Inside an HttpPathHandler: how the server authenticated the request, so that a handler whose
+// path is riskier than a scrape (the prober's /probe sends traffic) can refuse anonymous callers.
+// A basic-auth user is set only after the web config's check passed; a client certificate counts
+// only when the TLS layer verified it against client_ca_file (VerifyClientCertIfGiven,
+// RequireAndVerifyClientCert), never one merely requested. Empty outside a handler.
+struct RequestIdentity {
+  std::string basic_auth_user;     // empty: no basic auth configured (or outside a handler)
+  bool client_cert_verified = false;
+  bool authenticated() const { return !basic_auth_user.empty() || client_cert_verified; }
+};
+const RequestIdentity& request_identity();
+
 struct HttpPath {
   std::string path;  // exact match, e.g. "/probe"
   HttpPathHandler handler;

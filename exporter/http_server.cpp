@@ -58,10 +58,12 @@ int log_message(const mg_connection*, const char* message) {
 }
 
 thread_local std::optional<std::chrono::milliseconds> t_request_timeout;
+thread_local RequestIdentity t_request_identity;
 
 }  // namespace
 
 std::optional<std::chrono::milliseconds> request_scrape_timeout() { return t_request_timeout; }
+const RequestIdentity& request_identity() { return t_request_identity; }
 
 std::optional<std::chrono::milliseconds> scrape_timeout_from_header(const char* value,
                                                                     std::chrono::milliseconds offset) {
@@ -97,7 +99,8 @@ std::string civetweb_listening_port(const std::string& listen_address) {
 }
 
 HttpServer::HttpServer(HttpOptions opts, HttpHandlers handlers)
-    : opts_(std::move(opts)), handlers_(std::move(handlers)), auth_(std::make_shared<BasicAuthenticator>(opts_.web.basic_auth_users)) {
+    : opts_(std::move(opts)), handlers_(std::move(handlers)), auth_(std::make_shared<BasicAuthenticator>(opts_.web.basic_auth_users)),
+      verifies_client_certs_(verifies_client_certs(opts_.web)) {
   std::string ports = civetweb_listening_port(opts_.listen_address);
   if (opts_.web.tls) {
     ssl_ctx_ = tls::openssl().make_server_ctx(*opts_.web.tls, opts_.web.origin);
@@ -207,6 +210,15 @@ void HttpServer::reload_web_config(const WebConfig& next) {
   if (ctx) tls::openssl().use_server_ctx(ctx);
   std::lock_guard lock(auth_mu_);
   auth_ = std::move(auth);
+  verifies_client_certs_ = verifies_client_certs(next);
+}
+
+// A client certificate proves who the caller is only when the handshake checked it against the
+// client CA; RequestClientCert and RequireAnyClientCert accept any certificate.
+bool HttpServer::verifies_client_certs(const WebConfig& web) {
+  return web.tls && !web.tls->client_ca_file.empty() &&
+         (web.tls->client_auth == ClientAuth::kVerifyClientCertIfGiven ||
+          web.tls->client_auth == ClientAuth::kRequireAndVerifyClientCert);
 }
 
 // civetweb asks for a context when it starts (*ssl_ctx == NULL: hand ours over, return 1) and
@@ -231,9 +243,11 @@ int HttpServer::handle(mg_connection* conn) {
     return 200;
   }
   std::shared_ptr<BasicAuthenticator> auth;
+  bool verifies_certs = false;
   {
     std::lock_guard lock(auth_mu_);
     auth = auth_;
+    verifies_certs = verifies_client_certs_;
   }
   if (auth->enabled() && !auth->check(mg_get_header(conn, "Authorization"))) {
     ++stats_.unauthorized;
@@ -260,11 +274,15 @@ int HttpServer::handle(mg_connection* conn) {
   }
   if (handlers_.extra_path && admit(conn)) {
     std::optional<HttpResponse> r;
-    struct Timeout {  // the header's budget, for this request only
-      ~Timeout() { t_request_timeout.reset(); }
+    struct Timeout {  // the header's budget and the caller's identity, for this request only
+      ~Timeout() { t_request_timeout.reset(), t_request_identity = {}; }
     } timeout_guard;
     t_request_timeout =
         scrape_timeout_from_header(mg_get_header(conn, "X-Prometheus-Scrape-Timeout-Seconds"), opts_.timeout_offset);
+    if (auth->enabled())  // checked above
+      if (auto cred = parse_basic_authorization(mg_get_header(conn, "Authorization")))
+        t_request_identity.basic_auth_user = cred->first;
+    t_request_identity.client_cert_verified = verifies_certs && ri->client_cert != nullptr;
     try {
       r = handlers_.extra_path(uri, ri->query_string ? ri->query_string : "");
     } catch (const std::exception& e) {

@@ -87,10 +87,12 @@ class HttpServer {
   int serve_metrics(mg_connection* conn);
   bool admit(mg_connection* conn);  // counts one in flight; on refusal answers 503 and undoes it
   static void defer_accept_until_request(int port);  // TCP_DEFER_ACCEPT on civetweb's listening socket
+  static bool verifies_client_certs(const WebConfig& web);
   HttpOptions opts_;
   HttpHandlers handlers_;
   std::mutex auth_mu_;
   std::shared_ptr<BasicAuthenticator> auth_;  // replaced whole on reload
+  bool verifies_client_certs_ = false;        // under auth_mu_: a presented client cert was verified
   HttpStats stats_;
   std::atomic<int> scrapes_in_flight_{0};
   void* ssl_ctx_ = nullptr;  // SSL_CTX* until civetweb takes it

@@ -110,6 +110,10 @@ std::map<std::string, ProbeModule> parse_probe_modules(const YAML::Node& node, c
       if (m.duration.count())
         throw ConfigError(at + ": " + mkey + ": write_lat takes `iterations`, not `duration`");
     }
+    if (std::size_t{m.size} * m.qps > ProbeLimits::kMaxSessionBytes)
+      throw ConfigError(at + ": " + mkey + ": size x qps = " + std::to_string(std::size_t{m.size} * m.qps) +
+                        " bytes is more than the " + std::to_string(ProbeLimits::kMaxSessionBytes >> 20) +
+                        " MiB a probe may ask its target's responder for (docs/probe.md, \"Memory\")");
     if (!have_timeout) m.timeout = std::min(ProbeLimits::kMaxTimeout, std::max(m.timeout, m.duration + std::chrono::seconds(10)));
     if (m.duration.count() && m.timeout <= m.duration)
       throw ConfigError(at + ": " + mkey + ".timeout must be longer than its duration");

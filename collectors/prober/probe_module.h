@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -45,6 +46,17 @@ struct ProbeLimits {
   static constexpr std::uint32_t kMaxTxDepth = 1024;
   static constexpr std::chrono::milliseconds kMaxTimeout{120000};
   static constexpr std::size_t kMaxModules = 64;
+  // Memory (docs/probe.md, "Memory"). A probe registers one buffer of `size` here and asks its
+  // target's responder for `size` per QP: size x qps of a module is at most kMaxSessionBytes.
+  static constexpr std::size_t kMaxSessionBytes = 16u << 20;
+  // The buffers of all probes this node runs at once (SessionBudget; beyond: memory_budget).
+  static constexpr std::size_t kLocalSessionBytes = 32u << 20;
+  // The session buffers a responder registers for other nodes' probes at once (its
+  // TransportOptions::session_max_bytes; beyond: rejected_busy): kMaxSessionBytes x 4.
+  static constexpr std::size_t kResponderSessionBytes = 64u << 20;
+  // The most a node holds for probe sessions, whoever asks: what the DaemonSet's memory limit
+  // must leave room for beside the exporter's own (tests/prober/session_memory_test.cpp).
+  static constexpr std::size_t kWorstCaseSessionBytes = kLocalSessionBytes + kResponderSessionBytes;
 };
 
 // collectors.prober.probe_modules: a map of module name -> settings. Throws exporter::ConfigError
@@ -88,6 +100,7 @@ std::vector<CounterDelta> counters_moved(const PortCounters& before, const PortC
 struct ProbeResult {
   bool success = false;
   std::string reason;  // failure reason label (bounded set, docs/probe.md); empty on success
+  bool target_failure = false;  // the reason is a failure to reach the target's responder (handshake)
   double duration_seconds = 0;
   std::string device;  // local port used (empty when none was chosen)
   std::uint32_t port = 0;

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 
@@ -39,26 +40,85 @@ std::string numeric_target(const std::string& host, std::string& error) {
     if (a.find(':') == std::string::npos) return a;  // IPv4 first, as the prober's peers
   return addresses.front();
 }
+
+// Local session memory held by one probe, given back when it ends.
+struct MemoryLease {
+  std::size_t bytes;
+  bool held;
+  explicit MemoryLease(std::size_t b) : bytes(b), held(SessionBudget::process().reserve(b)) {}
+  ~MemoryLease() {
+    if (held) SessionBudget::process().release(bytes);
+  }
+};
+
+exporter::HttpResponse refused(const std::string& why) {
+  return {403, "text/plain; charset=utf-8", "probe refused: " + why + "\n"};
+}
 }  // namespace
 
-exporter::HttpResponse ProbeService::handle(std::string_view query) {
+exporter::HttpResponse ProbeService::handle(std::string_view query, const exporter::RequestIdentity& who,
+                                            std::optional<std::chrono::milliseconds> client_timeout) {
   const auto t0 = Clock::now();
+  auto& counts = ProbeRequestCounts::process();
   ProbeResult r;
   const ProbeModule* module = nullptr;
   std::string error;
   auto q = parse_probe_query(query, error);
+  if (q)
+    if (auto it = modules_.find(q->module); it != modules_.end()) module = &it->second;
+  const std::string module_label = module ? module->name : "";
+  // Before anything reaches the network: an anonymous caller is refused unless the config says
+  // otherwise (docs/probe.md, "Access"). Not logged above debug: a stranger could flood the log.
+  const bool authenticated = who.authenticated();
+  if (!authenticated && !access_.allow_unauthenticated) {
+    counts.add(module_label, "unauthenticated");
+    spdlog::debug("probe: refused an unauthenticated request");
+    return refused("needs basic auth or a verified client certificate (--web.config.file), or "
+                   "collectors.prober.probe_allow_unauthenticated: true");
+  }
+  ProbeTarget t;
   if (!q) {
     r.reason = "bad_request";
     spdlog::warn("probe: bad request: {}", error);
-    count("", "bad_request");
-  } else if (auto it = modules_.find(q->module); it == modules_.end()) {
+    counts.add("", "bad_request");
+  } else if (!module) {
     r.reason = "unknown_module";
     spdlog::warn("probe: unknown module `{}`", q->module);
-    count("", "unknown_module");
+    counts.add("", "unknown_module");
+  } else if (auto hp = split_target(q->target, default_port_); hp && !(t.address = numeric_target(hp->host, error)).empty()) {
+    t.tcp_port = hp->port, t.device = q->device, t.port = q->port;
+    bool known = false;
+    {
+      std::lock_guard lock(mu_);
+      known = target_allowed(access_, known_, t.address, t.tcp_port);
+    }
+    if (!known) {
+      counts.add(module_label, "target_not_allowed");
+      spdlog::debug("probe {}: refused target {}:{} (not a known peer, nor in probe_target_cidrs at a probe_target_ports port)",
+                    module->name, t.address, t.tcp_port);
+      return refused("target is neither a known peer of the prober nor in collectors.prober.probe_target_cidrs at one of "
+                     "probe_target_ports");
+    }
+    // The scraper gives up after its timeout header: the probe (handshakes included) ends by then
+    // and gives the port back, so that the next scrape does not meet `busy`.
+    auto budget = module->timeout;
+    if (client_timeout) budget = std::min(budget, *client_timeout);
+    if (module->duration.count() && budget <= module->duration) {
+      r.reason = "scrape_timeout_too_short";
+      spdlog::warn("probe {}: the scrape timeout ({} ms less the offset) is not longer than the module's duration ({} ms)",
+                   module->name, budget.count(), module->duration.count());
+    } else {
+      r = probe(*module, *q, t, t0 + budget);
+    }
+    counts.add(module->name, r.success                    ? "success"
+                             : r.reason == "busy"          ? "busy"
+                             : r.reason == "memory_budget" ? "over_budget"
+                                                           : "failure");
+    r.reason = visible_reason(r.reason, r.target_failure, authenticated);
   } else {
-    module = &it->second;
-    r = probe(*module, *q);
-    count(module->name, r.success ? "success" : r.reason == "busy" ? "busy" : "failure");
+    r.reason = "unresolvable_target";
+    spdlog::warn("probe {}: cannot resolve target `{}`{}", module->name, q->target, error.empty() ? "" : ": " + error);
+    counts.add(module->name, "failure");
   }
   r.duration_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   exporter::MetricSink sink;
@@ -69,22 +129,23 @@ exporter::HttpResponse ProbeService::handle(std::string_view query) {
   return resp;
 }
 
-ProbeResult ProbeService::probe(const ProbeModule& m, const ProbeQuery& q) {
+void ProbeService::set_known_peers(PeerEndpoints peers) {
+  std::lock_guard lock(mu_);
+  known_ = std::move(peers);
+}
+
+ProbeResult ProbeService::probe(const ProbeModule& m, const ProbeQuery& q, const ProbeTarget& t, Clock::time_point deadline) {
   ProbeResult r;
-  const auto deadline = Clock::now() + m.timeout;
-  auto hp = split_target(q.target, default_port_);
-  std::string error;
-  ProbeTarget t;
-  if (hp) t.address = numeric_target(hp->host, error);
-  if (!hp || t.address.empty()) {
-    r.reason = "unresolvable_target";
-    spdlog::warn("probe {}: cannot resolve target `{}`{}", m.name, q.target, error.empty() ? "" : ": " + error);
+  MemoryLease memory(m.size);  // the session's local buffer
+  if (!memory.held) {
+    r.reason = "memory_budget";
+    spdlog::warn("probe {} to {}: the probes running now hold the node's session memory ({} MiB)", m.name, q.target,
+                 ProbeLimits::kLocalSessionBytes >> 20);
     return r;
   }
-  t.tcp_port = hp->port, t.device = q.device, t.port = q.port;
   auto session = ProbeSession::open(m, t, session_, r.reason);
   if (!session) {
-    spdlog::warn("probe {} to {}: no usable local port{}", m.name, q.target,
+    spdlog::warn("probe {} to {}: {}{}", m.name, q.target, r.reason == "port_not_active" ? "local port not ACTIVE" : "no usable local port",
                  q.device.empty() ? "" : " (device " + q.device + (q.port ? " port " + std::to_string(q.port) : "") + ")");
     return r;
   }
@@ -108,21 +169,15 @@ ProbeResult ProbeService::probe(const ProbeModule& m, const ProbeQuery& q) {
   return r;
 }
 
-void ProbeService::count(const std::string& module, const std::string& result) {
-  std::lock_guard lock(mu_);
-  ++requests_[{module, result}];
-}
-
 void ProbeService::write_metrics(exporter::MetricSink& out) const {
   const char* help = "Requests to /probe by module and result: success, failure, busy (the port ran another probe), "
-                     "unknown_module, bad_request (module empty for the last two).";
+                     "over_budget (the node's probe session memory was in use), unauthenticated and target_not_allowed "
+                     "(refused with 403), unknown_module, bad_request (module empty for the last two, and for refusals of "
+                     "an unknown module). Kept across reloads.";
   std::map<std::pair<std::string, std::string>, std::uint64_t> all;
   for (const auto& [name, m] : modules_)
     for (const char* result : {"success", "failure", "busy"}) all[{name, result}] = 0;
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& [k, n] : requests_) all[k] = n;
-  }
+  for (const auto& [k, n] : ProbeRequestCounts::process().snapshot()) all[k] = n;
   for (const auto& [k, n] : all) out.counter("rdma_probe_requests_total", help, {{"module", k.first}, {"result", k.second}}, n);
 }
 

@@ -39,6 +39,7 @@ std::unique_ptr<ProbeSession> ProbeSession::open(const ProbeModule& m, const Pro
   ibv_device** list = ibv_get_device_list(&n);
   if (!list) return reason = "no_local_port", nullptr;
   const std::regex re(o.device_regex.empty() ? ".*" : o.device_regex);
+  bool inactive = false;  // a port the request named (or of the device it named) is not ACTIVE
   for (int i = 0; i < n && !s->ctx_; ++i) {
     const std::string name = ibv_get_device_name(list[i]);
     if (!std::regex_match(name, re) || (!t.device.empty() && name != t.device)) continue;
@@ -47,7 +48,11 @@ std::unique_ptr<ProbeSession> ProbeSession::open(const ProbeModule& m, const Pro
     ibv_device_attr attr{};
     if (ibv_query_device(ctx, &attr) == 0)
       for (const auto& p : query_ports(ctx, attr.phys_port_cnt)) {
-        if (t.port ? p.num != t.port : !p.active) continue;
+        if (t.port && p.num != t.port) continue;
+        if (!p.active) {  // a DOWN or INIT port cannot carry a probe: say so rather than time out
+          inactive = inactive || !t.device.empty() || t.port;
+          continue;
+        }
         const int g = choose_source_gid(ctx, p, -1, t.address, s->gid_);
         if (g < 0 && !p.ib) continue;  // RoCE without a GID of the target's family
         s->ctx_ = ctx, s->device_ = name, s->port_ = p, s->sgid_ = g;
@@ -56,7 +61,7 @@ std::unique_ptr<ProbeSession> ProbeSession::open(const ProbeModule& m, const Pro
     if (!s->ctx_) ibv_close_device(ctx);
   }
   ibv_free_device_list(list);
-  if (!s->ctx_) return reason = "no_local_port", nullptr;
+  if (!s->ctx_) return reason = inactive ? "port_not_active" : "no_local_port", nullptr;
   // Every QP writes from one buffer; the CQ holds every write that can be outstanding.
   const int cqe = static_cast<int>(m.qps * m.tx_depth + 16);
   s->pd_ = ibv_alloc_pd(s->ctx_);
@@ -129,6 +134,7 @@ void ProbeSession::run(Deadline deadline, ProbeResult& r) {
     qps_.push_back(std::make_unique<Qp>());
     if (auto why = connect(*qps_.back(), deadline, r.peer); !why.empty()) {
       r.reason = why;
+      r.target_failure = true;
       return;
     }
   }

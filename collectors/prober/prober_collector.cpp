@@ -39,7 +39,15 @@ struct Settings {
   std::chrono::milliseconds dns_refresh{30000};
   std::size_t peers_limit = 4096;
   std::map<std::string, ProbeModule> probe_modules;  // empty: no /probe
+  ProbeAccess probe_access;
 };
+
+// The peers as /probe targets: every numeric address of the static list and the resolved ones.
+PeerEndpoints endpoints_of(const std::vector<PeerSpec>& peers) {
+  PeerEndpoints out;
+  for (const auto& p : peers) out.emplace(p.address, p.tcp_port);
+  return out;
+}
 
 struct Published {
   Snapshot snap;
@@ -67,7 +75,7 @@ class ProberCollector final : public exporter::Collector {
       : s_(std::move(s)),
         probe_(s_.probe_modules,
                SessionOptions{s_.transport.secret, s_.transport.node_name, s_.transport.device_regex, s_.transport.handshake_timeout},
-               s_.transport.listen.port, sysfs_root) {}
+               s_.transport.listen.port, sysfs_root, s_.probe_access, static_peer_endpoints(s_)) {}
   ~ProberCollector() override { stop(); }
 
   void start() override {
@@ -112,7 +120,9 @@ class ProberCollector final : public exporter::Collector {
   // prober's own loop found a device (a request then fails with no_local_port).
   std::vector<exporter::HttpPath> http_paths() override {
     if (!probe_.enabled()) return {};
-    return {{"/probe", [this](std::string_view query) { return probe_.handle(query); }}};
+    return {{"/probe", [this](std::string_view query) {
+               return probe_.handle(query, exporter::request_identity(), exporter::request_scrape_timeout());
+             }}};
   }
 
   void collect(const exporter::ScrapeContext&, MetricSink& out) override {
@@ -129,6 +139,15 @@ class ProberCollector final : public exporter::Collector {
   }
 
  private:
+  // Before the resolver's first round (and without a device, when it never runs): the static
+  // peers written as numeric addresses; names wait for the resolver.
+  static PeerEndpoints static_peer_endpoints(const Settings& s) {
+    std::vector<PeerSpec> numeric;
+    for (const auto& p : s.sources.statics)
+      if (parse_cidr(p.address)) numeric.push_back(p);
+    return endpoints_of(numeric);
+  }
+
   static void write(const Published& p, MetricSink& out) {
     const auto& s = p.snap;
     // The verdicts of the last complete window (none before the first).
@@ -254,6 +273,7 @@ class ProberCollector final : public exporter::Collector {
       auto e = expand_peers(s_.sources, s_.transport.listen, local, s_.peers_limit, resolver);
       for (const auto& msg : e.errors) spdlog::debug("prober: cannot resolve {}", msg);
       lock.lock();
+      probe_.set_known_peers(endpoints_of(e.peers));
       pending_peers_ = std::move(e.peers);
       have_pending_ = true;
       self_excluded_ = e.self_excluded;
@@ -388,6 +408,8 @@ Settings settings_from(const exporter::CollectorSettings& s) {
   t.payload = static_cast<std::size_t>(s.integer("payload-size", 1, 65536));
   t.listen = parse_listen(s.string("listen-address"), s.where("listen-address"));
   t.responder_max_qps = static_cast<std::size_t>(s.integer("responder-max-qps", 1, 65536));
+  // The responder's share of the node's worst-case session memory (ProbeLimits, docs/probe.md).
+  t.session_max_bytes = ProbeLimits::kResponderSessionBytes;
   t.handshake_timeout = e.connect_timeout;
   t.poll_window = parse_poll_window(s);
   t.traffic_class = {static_cast<std::uint8_t>(s.integer("traffic-class", 0, 255)),
@@ -416,6 +438,21 @@ Settings settings_from(const exporter::CollectorSettings& s) {
   out.sources.dns_group = s.string("dns-group");
   out.dns_refresh = s.positive_duration("dns-refresh");
   out.probe_modules = parse_probe_modules(s.yaml("probe-modules"), s.origin("probe-modules"));
+  auto& a = out.probe_access;
+  a.allow_unauthenticated = s.boolean("probe-allow-unauthenticated");
+  for (const auto& text : s.list("probe-target-cidrs")) {
+    auto c = parse_cidr(text);
+    if (!c) throw s.error("probe-target-cidrs", "`" + text + "` is not an address or network (e.g. 10.0.0.0/16, fd00::/64)");
+    a.target_cidrs.push_back(*c);
+  }
+  for (const auto& text : s.list("probe-target-ports")) {
+    int port = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
+    if (ec != std::errc() || end != text.data() + text.size() || port < 1 || port > 65535)
+      throw s.error("probe-target-ports", "`" + text + "` is not a TCP port (1..65535)");
+    a.target_ports.insert(static_cast<std::uint16_t>(port));
+  }
+  if (a.target_ports.empty()) a.target_ports = {t.listen.port, out.sources.dns_port};
   if (!out.probe_modules.empty() && t.secret.empty())
     throw s.error("probe-modules", "needs a shared secret (collectors.prober.secret_file, --collector.prober.secret-file): "
                                    "responders refuse probe sessions without one");
@@ -474,6 +511,14 @@ RDMA_REGISTER_COLLECTOR({
             {"probe-modules", exporter::OptionType::kYaml, "",
              "YAML map of on-demand probe modules for /probe (docs/probe.md): name -> kind (write_bw or write_lat), size, "
              "qps, iterations or duration, tx_depth, timeout. None: /probe is off."},
+            {"probe-allow-unauthenticated", exporter::OptionType::kBool, "false",
+             "Let /probe callers without basic auth or a verified client certificate run probes (to allowed targets "
+             "only; their failure reasons collapse to target_unreachable). Default: they get 403."},
+            {"probe-target-cidrs", exporter::OptionType::kStringList, "",
+             "Networks /probe may target beyond the prober's peers (static and DNS), e.g. 10.0.0.0/16; only at "
+             "probe-target-ports."},
+            {"probe-target-ports", exporter::OptionType::kStringList, "",
+             "Responder TCP ports a probe-target-cidrs target may use (default: listen-address's and dns-port)."},
         },
     .create = [](const exporter::CollectorSettings& s, const exporter::GlobalContext& g) -> std::unique_ptr<exporter::Collector> {
       try {

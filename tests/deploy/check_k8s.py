@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What the rendered manifests must say (security review and wiring), beyond schema validity.
 
-usage: check_k8s.py BASE.yaml OVERLAY.yaml EXPORTER_BINARY REPO_ROOT
+usage: check_k8s.py BASE.yaml OVERLAY.yaml EXPORTER_BINARY REPO_ROOT [PROBER.yaml]
 The ConfigMaps' rdma_exporter.yml are loaded by the real exporter (it must start and answer
 /healthz on loopback), and the dashboards ConfigMaps must hold the files of dashboards/."""
 import json
@@ -16,6 +16,7 @@ import urllib.request
 import yaml
 
 base_f, overlay_f, exporter, root = sys.argv[1:5]
+prober_f = sys.argv[5] if len(sys.argv) > 5 else None
 errors = []
 
 
@@ -158,6 +159,49 @@ check(not any(m["mountPath"].startswith(("/host/run", "/var/lib/kubelet", "/host
       "base: no CRI or PodResources socket, no host /proc")
 exporter_loads(cm["data"]["rdma_exporter.yml"], "rdma-devices ConfigMap")
 exporter_loads(open(os.path.join(root, "deploy", "rdma_exporter.yml")).read(), "deploy/rdma_exporter.yml")
+
+
+def check_prober(objs):
+    """overlays/prober: the mesh with peers from the headless Service and a user-made Secret."""
+    ds, pod, c, cm = check_common(objs, "prober")
+    p = "prober: "
+    cfg = yaml.safe_load(cm["data"]["rdma_exporter.yml"])
+    pr = cfg.get("collectors", {}).get("prober", {})
+    check(pr.get("enabled") is True, p + "prober collector on")
+    svc = one(objs, "Service")
+    ns = svc["metadata"]["namespace"]
+    check(pr.get("dns_name", "").startswith("%s.%s.svc" % (svc["metadata"]["name"], ns)),
+          p + "peers from the headless Service's DNS name")
+    listen_port = int(str(pr.get("listen_address", ":9662")).rsplit(":", 1)[1])
+    check(pr.get("dns_port") == listen_port, p + "peers' port is the responder's listen port")
+    check({"name": "prober", "containerPort": listen_port, "protocol": "TCP"} in c["ports"], p + "responder containerPort")
+    check(any(sp.get("port") == listen_port for sp in svc["spec"]["ports"]), p + "Service names the responder port")
+    check(svc["spec"]["ports"][0]["name"] == "metrics", p + "the metrics port stays first (ServiceMonitor)")
+    vols = {v["name"]: v for v in pod.get("volumes", [])}
+    secret_vols = [v for v in vols.values() if "secret" in v]
+    check(len(secret_vols) == 1 and secret_vols[0]["secret"].get("secretName") == "rdma-exporter-prober"
+          and not secret_vols[0]["secret"].get("optional"), p + "mounts the user's Secret rdma-exporter-prober (required)")
+    check(not any(k == "Secret" for (k, _) in objs), p + "ships no Secret (the user creates it)")
+    mount = [m for m in c.get("volumeMounts", []) if secret_vols and m["name"] == secret_vols[0]["name"]]
+    check(len(mount) == 1 and mount[0].get("readOnly") is True, p + "Secret mounted read-only")
+    check(mount and pr.get("secret_file", "").startswith(mount[0]["mountPath"] + "/"), p + "secret_file inside the Secret mount")
+    rails = pr.get("rails", [])
+    check(len(rails) >= 1 and all("rail" in r and ("device" in r or "netdev" in r) for r in rails), p + "a rails example")
+    check(pr.get("responder_max_qps", 1024) >= 8 * 256, p + "responder QPs for a few hundred peers on 8 rails")
+    check(pr.get("peers_limit", 4096) >= 256, p + "peers_limit for a few hundred peers")
+    limit = c.get("resources", {}).get("limits", {}).get("memory", "")
+    check(limit.endswith("Mi") and int(limit[:-2]) >= 512, p + "memory limit sized for the mesh (>= 512Mi)")
+    check(c["securityContext"]["capabilities"].get("add") == ["IPC_LOCK"], p + "IPC_LOCK (registered memory)")
+    check(any(k.startswith("rdma/") for k in c["resources"]["limits"]), p + "RDMA device resource")
+    # The real exporter loads it, with a stand-in for the Secret's file.
+    with tempfile.TemporaryDirectory() as tmp:
+        secret = os.path.join(tmp, "secret")
+        open(secret, "w").write("test-secret\n")
+        exporter_loads(cm["data"]["rdma_exporter.yml"].replace(pr.get("secret_file", "\0"), secret), "prober ConfigMap")
+
+
+if prober_f:
+    check_prober(load(prober_f))
 
 for e in errors:
     print("FAIL " + e)

@@ -241,3 +241,11 @@ TEST_CASE("the local port counters are read before and after, only those that mo
   CHECK(read_port_counters(t.root(), "mlx5_1", 1).empty());
   CHECK(read_port_counters(t.root(), "mlx5_0", 3).empty());
 }
+
+TEST_CASE("probe modules: size x qps is bounded by what a probe may ask of a responder") {
+  CHECK(config_error("m: {kind: write_bw, iterations: 5, size: 1048576, qps: 16}").empty());  // 16 MiB
+  CHECK_THAT(config_error("m: {kind: write_bw, iterations: 5, size: 1048577, qps: 16}"),
+             Catch::Contains("size x qps = 16777232 bytes is more than the 16 MiB"));
+  CHECK_THAT(config_error("m: {kind: write_bw, iterations: 5, size: 16777216, qps: 2}"), Catch::Contains("size x qps"));
+  CHECK(config_error("m: {kind: write_bw, iterations: 5, size: 16777216}").empty());
+}

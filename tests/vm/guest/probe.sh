@@ -18,6 +18,12 @@
 #   2. errors answer probe_success 0 at once with their reason: unknown module, a target without
 #      a responder, a responder with another secret, a second probe on a busy port; /metrics
 #      answers while a probe runs, and rdma_probe_requests_total counts every request.
+#   3. access (docs/probe.md, "Access"): A answers basic-auth callers; targets beyond 10.77.0.2 at
+#      the allowed ports are refused (403); the scraper's timeout header bounds a probe held by a
+#      silent listener and gives the port back. D (rxe0, no web config) refuses anonymous callers
+#      (403, B's responder sees no handshake), and after a SIGHUP with probe_allow_unauthenticated
+#      runs them against B, with target_unreachable for a closed port and another secret, and its
+#      counts survive the reload. Last, veth0 down: a probe from rxe0/1 fails port_not_active.
 # Environment: VM_PROBE_BW_ITERS (writes per QP, default 500), VM_PROBE_ROUNDS (default 7),
 # VM_PROBE_BW_TOLERANCE (default 0.20, as the latency's: one CI run had ib_write_bw itself spread
 # 22.7-34.9 MB/s over 5 rounds, best runs 1.17 apart), VM_PROBE_LAT_TOLERANCE (default 0.20).
@@ -33,10 +39,17 @@ LAT_ITERS=1000
 LAT_SIZE=2
 BW_TOL=${VM_PROBE_BW_TOLERANCE:-0.20}
 LAT_TOL=${VM_PROBE_LAT_TOLERANCE:-0.20}
-PORT_A=$VM_TEST_PORT PORT_B=$((VM_TEST_PORT + 1)) PORT_C=$((VM_TEST_PORT + 2))
+PORT_A=$VM_TEST_PORT PORT_B=$((VM_TEST_PORT + 1)) PORT_C=$((VM_TEST_PORT + 2)) PORT_D=$((VM_TEST_PORT + 3))
 PIDS=()
 stop_all() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; }
-trap stop_all EXIT
+trap 'ip link set veth0 up 2>/dev/null; stop_all' EXIT
+# /probe answers authenticated callers: A has basic auth (docs/probe.md, "Access").
+AUTH=(-u prometheus:s3cret)
+/usr/bin/python3 -c 'import crypt; print("basic_auth_users:\n  prometheus: \x27%s\x27" % crypt.crypt("s3cret", crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16)))' \
+  >"$WORK/web.yml" 2>/dev/null || fatal "cannot write a bcrypt web config"
+# Targets: B (9662), C (9663), a closed port (9999) and a silent listener (9664) on 10.77.0.2.
+TARGETS="    probe_target_cidrs: [10.77.0.2/32]
+    probe_target_ports: [9662, 9663, 9664, 9999]"
 
 echo right >"$WORK/secret"
 echo wrong >"$WORK/other-secret"
@@ -45,6 +58,7 @@ collectors:
   prober:
     listen_address: "10.77.0.1:9662"
     secret_file: $WORK/secret
+$TARGETS
     probe_modules:
       write_bw: {kind: write_bw, size: $BW_SIZE, qps: $BW_QPS, iterations: $BW_ITERS, tx_depth: $BW_DEPTH, timeout: 60s}
       write_lat: {kind: write_lat, size: $LAT_SIZE, iterations: $LAT_ITERS, timeout: 30s}
@@ -57,13 +71,13 @@ responder() {  # PORT LISTEN SECRET
   PIDS+=($!)
 }
 "$EXPORTER" --web.listen-address=127.0.0.1:$PORT_A --config.file="$WORK/a.yml" --collector.prober --collector.prober.device='^rxe0$' \
-  --path.sysfs=/sys --log.level=debug >>"$WORK/exporter.log" 2>&1 &
+  --web.config.file="$WORK/web.yml" --path.sysfs=/sys --log.level=debug >>"$WORK/exporter.log" 2>&1 &
 PIDS+=($!)
 responder $PORT_B 10.77.0.2:9662 "$WORK/secret"
 responder $PORT_C 10.77.0.2:9663 "$WORK/other-secret"
 for port in $PORT_A $PORT_B $PORT_C; do
   for i in $(seq 100); do
-    curl -sf -o "$WORK/m" "http://127.0.0.1:$port/metrics" && v=$(value "$WORK/m" rdma_prober_active 2>/dev/null) && num_eq "$v" 1 && break
+    curl -sf "${AUTH[@]}" -o "$WORK/m" "http://127.0.0.1:$port/metrics" && v=$(value "$WORK/m" rdma_prober_active 2>/dev/null) && num_eq "$v" 1 && break
     sleep 0.1
   done
   num_eq "$v" 1 || fatal "exporter on :$port: prober not active"
@@ -72,7 +86,7 @@ done
 # probe NAME QUERY: GET /probe into $WORK/NAME, bounded; prints how long it took
 probe() {
   local t0=$EPOCHREALTIME
-  curl -sf --max-time 70 -o "$WORK/$1" "http://127.0.0.1:$PORT_A/probe?$2" || echo "  (curl failed for $2)" >&2
+  curl -sf "${AUTH[@]}" --max-time 70 -o "$WORK/$1" "http://127.0.0.1:$PORT_A/probe?$2" || echo "  (curl failed for $2)" >&2
   awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }'
 }
 # within A B TOL: |A - B| <= TOL * B
@@ -172,7 +186,7 @@ check_fail wrongsecret "module=write_lat&target=10.77.0.2:9663" wrong_secret
 check_fail badtarget "module=write_lat&target=no-such-host.invalid" unresolvable_target
 
 section "a second probe on a busy port fails at once; /metrics keeps answering"
-curl -sf --max-time 70 -o "$WORK/long" "http://127.0.0.1:$PORT_A/probe?module=write_bw_long&target=10.77.0.2" &
+curl -sf "${AUTH[@]}" --max-time 70 -o "$WORK/long" "http://127.0.0.1:$PORT_A/probe?module=write_bw_long&target=10.77.0.2" &
 LONG=$!
 # until the long probe holds the port (it logs "started" after taking it)
 for i in $(seq 300); do
@@ -182,17 +196,99 @@ done
 grep -q 'probe write_bw_long from rxe0/1 .*: started' "$WORK/exporter.log" && ok "the long probe runs" || bad "the long probe never started"
 check_fail busy "module=write_lat&target=10.77.0.2" busy
 t0=$EPOCHREALTIME
-curl -sf --max-time 10 -o "$WORK/during" "http://127.0.0.1:$PORT_A/metrics" && ok "/metrics answers during a probe ($(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }') s)" || bad "/metrics failed during a probe"
+curl -sf "${AUTH[@]}" --max-time 10 -o "$WORK/during" "http://127.0.0.1:$PORT_A/metrics" && ok "/metrics answers during a probe ($(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }') s)" || bad "/metrics failed during a probe"
 wait $LONG
 expect_value "$WORK/long" 1 probe_success
 
 section "requests counted on /metrics"
-scrape "$WORK/after"
+scrape_a() { curl -sf "${AUTH[@]}" -o "$1" "http://127.0.0.1:$PORT_A/metrics" || fatal "scrape of A failed"; _index "$1"; }
+scrape_a "$WORK/after"
 expect_value "$WORK/after" "$ROUNDS" rdma_probe_requests_total module=write_bw result=success
 expect_value "$WORK/after" 1 rdma_probe_requests_total module=write_bw_long result=success
 expect_value "$WORK/after" "$ROUNDS" rdma_probe_requests_total module=write_lat result=success
 expect_value "$WORK/after" 3 rdma_probe_requests_total module=write_lat result=failure
 expect_value "$WORK/after" 1 rdma_probe_requests_total module=write_lat result=busy
 expect_value "$WORK/after" 1 rdma_probe_requests_total module= result=unknown_module
-for port in $PORT_B $PORT_C; do cat "$WORK/exporter_$port.log" >>"$WORK/exporter.log"; done
+
+section "access: A refuses targets that are not allowed, whoever asks"
+# code NAME URL [CURL ARGS]: the HTTP status of a GET, the body in $WORK/NAME
+code() { local n=$1 u=$2; shift 2; curl -s -o "$WORK/$n" -w '%{http_code}' --max-time 70 "$@" "$u"; }
+for t in 10.77.0.2:22 10.77.0.1:9662 10.77.0.3; do
+  c=$(code refused "http://127.0.0.1:$PORT_A/probe?module=write_lat&target=$t" "${AUTH[@]}")
+  [[ $c == 403 ]] && grep -q "target is neither a known peer" "$WORK/refused" && ok "A: target $t refused (403)" ||
+    bad "A: target $t answered $c: $(cat "$WORK/refused")"
+done
+c=$(code anon "http://127.0.0.1:$PORT_A/probe?module=write_lat&target=10.77.0.2")
+[[ $c == 401 ]] && ok "A: no credentials, 401 (basic auth)" || bad "A: no credentials answered $c"
+
+section "the scraper's timeout bounds a probe held by a silent listener; the port is free after it"
+/usr/bin/python3 -c 'import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("10.77.0.2", 9664)); s.listen()
+held = []
+while True: held.append(s.accept()[0])' &
+SILENT=$!
+PIDS+=($SILENT)
+for i in $(seq 100); do (exec 3<>/dev/tcp/10.77.0.2/9664) 2>/dev/null && break; sleep 0.1; done
+# write_bw has 2 QPs: without the header two handshakes of connect_timeout (5 s) each.
+c=$(code silent "http://127.0.0.1:$PORT_A/probe?module=write_bw&target=10.77.0.2:9664" "${AUTH[@]}" -H 'X-Prometheus-Scrape-Timeout-Seconds: 2.5')
+d=$(value "$WORK/silent" probe_duration_seconds)
+[[ $c == 200 ]] && awk -v d="$d" 'BEGIN { exit !(d > 0 && d <= 2.5) }' && ok "silent target: answered within the header's 2.5 s ($d s)" ||
+  bad "silent target: $c after ${d:-?} s"
+expect_value "$WORK/silent" 0 probe_success
+grep failure_info "$WORK/silent" | sed 's/^/    /'
+took=$(probe after_silent "module=write_lat&target=10.77.0.2")
+expect_value "$WORK/after_silent" 1 probe_success
+
+section "access: D (no web config) refuses anonymous callers, then allows them after a SIGHUP"
+cat >"$WORK/d.yml" <<YAML
+collectors:
+  prober:
+    listen_address: "10.77.0.1:9665"
+    secret_file: $WORK/secret
+$TARGETS
+    probe_modules:
+      write_lat: {kind: write_lat, size: $LAT_SIZE, iterations: 100, timeout: 30s}
+YAML
+"$EXPORTER" --web.listen-address=127.0.0.1:$PORT_D --config.file="$WORK/d.yml" --collector.prober --collector.prober.device='^rxe0$' \
+  --path.sysfs=/sys --log.level=debug >>"$WORK/exporter_$PORT_D.log" 2>&1 &
+PIDS+=($!)
+for i in $(seq 100); do curl -sf -o "$WORK/d0" "http://127.0.0.1:$PORT_D/metrics" && break; sleep 0.1; done
+curl -sf -o "$WORK/b0" "http://127.0.0.1:$PORT_B/metrics" || fatal "scrape of B failed"
+b0=$(grep -c '^rdma_prober_responder_handshakes_total' "$WORK/b0"; awk '/^rdma_prober_responder_handshakes_total/ { s += $2 } END { print s + 0 }' "$WORK/b0")
+c=$(code anon_d "http://127.0.0.1:$PORT_D/probe?module=write_lat&target=10.77.0.2")
+[[ $c == 403 ]] && grep -q "basic auth or a verified client certificate" "$WORK/anon_d" && ok "D: anonymous probe refused (403)" ||
+  bad "D: anonymous probe answered $c: $(cat "$WORK/anon_d")"
+curl -sf -o "$WORK/b1" "http://127.0.0.1:$PORT_B/metrics" || fatal "scrape of B failed"
+b1=$(grep -c '^rdma_prober_responder_handshakes_total' "$WORK/b1"; awk '/^rdma_prober_responder_handshakes_total/ { s += $2 } END { print s + 0 }' "$WORK/b1")
+[[ "$b0" == "$b1" ]] && ok "B's responder saw no handshake from the refused probe" || bad "B's handshakes moved: $b0 -> $b1"
+sed -i 's/^    secret_file:/    probe_allow_unauthenticated: true\n    secret_file:/' "$WORK/d.yml"
+kill -HUP "${PIDS[-1]}"
+for i in $(seq 100); do
+  curl -sf -o "$WORK/d1" "http://127.0.0.1:$PORT_D/metrics" && get "$WORK/d1" rdma_exporter_config_reloads_total result=success && num_eq "$REPLY" 1 && break
+  sleep 0.1
+done
+expect_value "$WORK/d1" 1 rdma_exporter_config_reloads_total result=success
+expect_value "$WORK/d1" 1 rdma_probe_requests_total module=write_lat result=unauthenticated
+c=$(code anon_ok "http://127.0.0.1:$PORT_D/probe?module=write_lat&target=10.77.0.2:9662")
+[[ $c == 200 ]] && ok "D: anonymous probe to an allowed target runs" || bad "D: answered $c"
+expect_value "$WORK/anon_ok" 1 probe_success
+for t in 10.77.0.2:9999 10.77.0.2:9663; do
+  c=$(code anon_fail "http://127.0.0.1:$PORT_D/probe?module=write_lat&target=$t")
+  expect_value "$WORK/anon_fail" 1 rdma_probe_failure_info reason=target_unreachable
+done
+c=$(code anon_far "http://127.0.0.1:$PORT_D/probe?module=write_lat&target=10.77.0.2:22")
+[[ $c == 403 ]] && ok "D: anonymous, target not allowed: 403" || bad "D: 10.77.0.2:22 answered $c"
+curl -sf -o "$WORK/d2" "http://127.0.0.1:$PORT_D/metrics" || fatal "scrape of D failed"
+expect_value "$WORK/d2" 1 rdma_probe_requests_total module=write_lat result=unauthenticated
+expect_value "$WORK/d2" 1 rdma_probe_requests_total module=write_lat result=success
+expect_value "$WORK/d2" 2 rdma_probe_requests_total module=write_lat result=failure
+expect_value "$WORK/d2" 1 rdma_probe_requests_total module=write_lat result=target_not_allowed
+
+section "a local port that is not ACTIVE: port_not_active at once"
+ip link set veth0 down
+wait_port_state rxe0 DOWN || bad "rxe0 did not go down"
+check_fail inactive "module=write_lat&target=10.77.0.2&device=rxe0&port=1" port_not_active
+ip link set veth0 up
+wait_port_state rxe0 ACTIVE || bad "rxe0 did not come back"
+for port in $PORT_B $PORT_C $PORT_D; do cat "$WORK/exporter_$port.log" >>"$WORK/exporter.log"; done
 finish
