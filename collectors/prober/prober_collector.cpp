@@ -180,7 +180,8 @@ class ProberCollector final : public exporter::Collector {
                   "Connections the responder closed at accept, by reason (pending_total, pending_per_source, accept).",
                   {{"reason", reason}}, n);
     out.counter("rdma_prober_responder_dead_peers_total",
-                "Served connections closed by TCP keepalive or user timeout (the peer vanished without a FIN); their QPs freed.",
+                "Served connections that ended in an error, not a close: TCP keepalive or user timeout (the peer vanished "
+                "without a FIN) or a reset; their QPs freed.",
                 {}, p.transport.responder_dead_peers);
     out.gauge_u64("rdma_prober_handshakes_queued", "Handshakes of this prober waiting for a connector worker.", {},
                   p.transport.connects_queued);

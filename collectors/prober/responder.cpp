@@ -309,11 +309,9 @@ void Responder::run(Loop& loop) {
       std::uint8_t buf[64];
       ssize_t k = ::recv(s.fd.fd, buf, sizeof buf, MSG_DONTWAIT);
       if (k < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-      int err = 0;
-      socklen_t el = sizeof err;
-      if ((k < 0 && errno == ETIMEDOUT) ||
-          (getsockopt(s.fd.fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 && err == ETIMEDOUT))
-        ++dead_peers_;
+      // An error rather than a close: the kernel gave up on the peer (ETIMEDOUT after the
+      // keepalive probes, or the soft error of their failed sends: EHOSTUNREACH, ...) or it reset.
+      if (k < 0) ++dead_peers_;
       if (auto it = loop.served_by_source.find(s.source); it != loop.served_by_source.end() && --it->second == 0)
         loop.served_by_source.erase(it);
       loop.session_bytes -= s.buf.size();

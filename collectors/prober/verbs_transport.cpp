@@ -390,6 +390,7 @@ void VerbsTransport::connect(const ConnectRequest& r) {
 // ---------------------------------------------------------------- connector workers
 
 void VerbsTransport::connector_main() {
+  double last_cpu = 0;  // this worker's CPU time at its last sample: the workers' sum is the counter
   for (;;) {
     HandshakeJob job;
     {
@@ -418,7 +419,11 @@ void VerbsTransport::connector_main() {
     }
     for (const auto& f : failed) connect_failed(f.id, f.attempt, "connect");
     cv_.notify_all();  // the peer is free again: its next job may start
-    connector_cpu_.store(thread_cpu_seconds(), std::memory_order_relaxed);  // the last worker's, as a sample
+    const double cpu = thread_cpu_seconds();
+    double total = connector_cpu_.load(std::memory_order_relaxed);
+    while (!connector_cpu_.compare_exchange_weak(total, total + (cpu - last_cpu), std::memory_order_relaxed)) {
+    }
+    last_cpu = cpu;
   }
 }
 
