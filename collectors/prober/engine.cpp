@@ -136,20 +136,38 @@ std::chrono::milliseconds Engine::next_backoff(std::chrono::milliseconds last) c
   return last.count() == 0 ? cfg_.backoff_initial : std::min(cfg_.backoff_max, last * 2);
 }
 
-void Engine::teardown(Link& l, TimePoint now, const std::string& reason) {
+std::chrono::milliseconds Engine::jittered_backoff(std::chrono::milliseconds b) {
+  if (cfg_.backoff_jitter <= 0) return b;
+  std::uniform_real_distribution<double> u(1.0 - std::min(1.0, cfg_.backoff_jitter), 1.0);
+  return std::chrono::milliseconds(static_cast<std::int64_t>(static_cast<double>(b.count()) * u(rng_)));
+}
+
+void Engine::teardown(Link& l, TimePoint now, const std::string& reason, bool fair) {
   auto& st = stats_of(l);
   if (!reason.empty()) ++st.errors[reason];
+  transport_.close(l.id);
+  l.state = State::kBackoff;
+  if (!fair) {  // nothing was tried: retry soon, the link's record untouched
+    l.retry_at = now + jittered_backoff(cfg_.backoff_initial);
+    return requeue(l);
+  }
   for (const auto& p : l.in_flight)
     if (!p.expired) ++st.lost, ++l.window_lost;
   l.in_flight.clear();
   l.last_ok = false;
   if (!l.failing) l.missed_next = now + cfg_.interval;
   l.failing = true;
-  transport_.close(l.id);
-  l.state = State::kBackoff;
   l.backoff = next_backoff(l.backoff);
-  l.retry_at = now + l.backoff;
+  l.retry_at = now + jittered_backoff(l.backoff);
   requeue(l);
+}
+
+// A started handshake has connect_timeout (a fifth more with a transport that times its own
+// handshakes, so that its reason is the one counted); a queued one connect_queue_limit.
+TimePoint Engine::connect_deadline(const Link& l) const {
+  if (!transport_.reports_connect_start()) return l.connect_started + cfg_.connect_timeout;
+  if (!l.attempt_started) return l.connect_started + cfg_.connect_queue_limit;
+  return l.connect_started + cfg_.connect_timeout + cfg_.connect_timeout / 5;
 }
 
 void Engine::park(Link& l) {
@@ -207,7 +225,7 @@ void Engine::handle_paired(const TransportEvent& e) {
     // Known pairs stay: a peer that stopped answering keeps its links, which fail and count lost.
     ++pairing_failures_[e.reason.empty() ? "pairing" : e.reason];
     pp.backoff = next_backoff(pp.backoff);
-    pp.ask_at = e.at + pp.backoff;
+    pp.ask_at = e.at + jittered_backoff(pp.backoff);
   }
   next_ask_ = std::min(next_ask_, pp.ask_at);
 }
@@ -243,6 +261,12 @@ void Engine::handle_link(Link& l, const TransportEvent& e) {
         std::uniform_real_distribution<double> u(0.0, 1.0);  // spread first probes over one interval
         l.next_probe = e.at + std::chrono::duration_cast<Clock::duration>(Seconds(Seconds(cfg_.interval).count() * u(rng_)));
       }
+      requeue(l);
+      return;
+    case TransportEvent::Kind::kConnectStarted:
+      if (l.state != State::kConnecting || l.attempt_started) return;
+      l.attempt_started = true;
+      l.connect_started = e.at;
       requeue(l);
       return;
     case TransportEvent::Kind::kConnectFailed:
@@ -403,10 +427,13 @@ void Engine::tick_link(Link& l, TimePoint now) {
     case State::kIdle:
       l.state = State::kConnecting;
       l.connect_started = now;
+      l.attempt_started = !transport_.reports_connect_start();
       transport_.connect({l.id, l.peer, l.local, l.flow, l.target});
       break;
     case State::kConnecting:
-      if (now - l.connect_started >= cfg_.connect_timeout) teardown(l, now, "connect_timeout");
+      if (now < connect_deadline(l)) break;
+      if (l.attempt_started) teardown(l, now, "connect_timeout");
+      else teardown(l, now, "connect_queued", false);
       break;
     case State::kUp: {
       auto& st = stats_of(l);
@@ -444,7 +471,7 @@ TimePoint Engine::link_next(const Link& l, TimePoint now) const {
     case State::kSelf: break;
     case State::kIdle: return now;
     case State::kBackoff: next = l.retry_at; break;
-    case State::kConnecting: next = l.connect_started + cfg_.connect_timeout; break;
+    case State::kConnecting: next = connect_deadline(l); break;
     case State::kUp:
       next = l.next_probe;
       for (const auto& p : l.in_flight)

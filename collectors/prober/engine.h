@@ -82,7 +82,9 @@ struct ConnectRequest {
 struct TransportEvent {
   // kPortState: `local` became ACTIVE (ok) or left ACTIVE (!ok); `link` is unused.
   // kPaired: the answer to pair() number `link`: `pairs` (ok), or why not (`reason`).
-  enum class Kind : std::uint8_t { kConnected, kConnectFailed, kCompletion, kPortState, kPaired };
+  // kConnectStarted: the handshake of connect() for `link` began at `at` (it may have waited for
+  // a free connector worker); the connect time and timeout count from there.
+  enum class Kind : std::uint8_t { kConnected, kConnectFailed, kCompletion, kPortState, kPaired, kConnectStarted };
   Kind kind = Kind::kCompletion;
   std::uint64_t link = 0;
   std::uint64_t probe = 0;     // kCompletion
@@ -106,6 +108,10 @@ class Transport {
   virtual std::optional<TimePoint> post_probe(std::uint64_t link, std::uint64_t probe, std::string& reason) = 0;
   // Tears the link's queue pair down (and any connect in progress). Later events for it are ignored.
   virtual void close(std::uint64_t link) = 0;
+  // True when the transport sends kConnectStarted for every connect() it begins: the engine then
+  // times a connect from its start, and one still queued after connect_queue_limit is given up
+  // without counting against the link (it never got a fair attempt).
+  virtual bool reports_connect_start() const { return false; }
 };
 
 struct EngineConfig {
@@ -115,6 +121,11 @@ struct EngineConfig {
   std::chrono::milliseconds connect_timeout{5000};
   std::chrono::milliseconds backoff_initial{1000};
   std::chrono::milliseconds backoff_max{30000};
+  // Each reconnect (and pairing retry) waits its backoff times a uniform factor in
+  // [1 - backoff_jitter, 1]: links that failed together (one dead peer's) do not retry in step.
+  double backoff_jitter = 0;
+  // With a transport that reports connect starts: how long a connect may wait for a worker.
+  std::chrono::milliseconds connect_queue_limit{20000};
   std::chrono::milliseconds rotate_interval{60000};
   std::vector<double> buckets;  // ascending, seconds
   std::size_t max_peers = 64;   // per-peer series up to this many peers, else groups
@@ -226,6 +237,7 @@ class Engine {
     unsigned flow = 0;
     State state = State::kIdle;
     TimePoint connect_started{}, retry_at{}, next_probe{};
+    bool attempt_started = false;  // kConnecting: the transport began the handshake (connect_started is its start)
     std::chrono::milliseconds backoff{0};
     std::vector<Probe> in_flight;
     bool last_ok = true;  // the last finished probe succeeded
@@ -265,7 +277,11 @@ class Engine {
   // The wait after `last` (0: the first failure): backoff_initial, doubling up to backoff_max; for
   // reconnects and for port table requests alike.
   std::chrono::milliseconds next_backoff(std::chrono::milliseconds last) const;
-  void teardown(Link& l, TimePoint now, const std::string& reason);
+  // fair = false: the link never got a real attempt (its connect waited for a worker too long):
+  // an error is counted, but no probe is lost and the window does not read it as failing.
+  void teardown(Link& l, TimePoint now, const std::string& reason, bool fair = true);
+  TimePoint connect_deadline(const Link& l) const;
+  std::chrono::milliseconds jittered_backoff(std::chrono::milliseconds b);
   void set_local_state(const LocalPort& local, bool up);
   void park(Link& l);
   void close_window(TimePoint now);

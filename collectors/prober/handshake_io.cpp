@@ -155,6 +155,18 @@ Fd listen_socket(const HostPort& at, int (*make_socket)(int, int, int)) {
   return s;
 }
 
+void set_keepalive(int fd, std::chrono::milliseconds bound) {
+  if (bound.count() <= 0) return;
+  const int secs = static_cast<int>(std::max<std::int64_t>(4, std::chrono::duration_cast<std::chrono::seconds>(bound).count()));
+  const int one = 1, idle = std::max(1, secs / 4), interval = std::max(1, secs / 12), probes = 9;
+  const unsigned user_timeout = static_cast<unsigned>(secs) * 1000u;
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
+}
+
 std::vector<Gid> source_gids_for(const std::string& peer) {
   std::vector<Gid> out;
   sockaddr_storage to{};

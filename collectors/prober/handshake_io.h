@@ -52,6 +52,12 @@ Fd open_handshake(const std::string& address, std::uint16_t port, std::string_vi
 // (tests pass one that fails like a kernel without IPv6).
 Fd listen_socket(const HostPort& at, int (*make_socket)(int, int, int) = ::socket);
 
+// TCP keepalive and TCP_USER_TIMEOUT on a long-lived handshake connection (its lifetime is a
+// QP's): a peer that vanishes without a FIN (power loss, a cut link) makes the kernel close the
+// socket with ETIMEDOUT within about `bound` (idle bound/4, then a probe every bound/12; the
+// user timeout ends it once bound passes without an answer). 0: leaves the kernel's defaults.
+void set_keepalive(int fd, std::chrono::milliseconds bound);
+
 bool v4_mapped(const std::uint8_t* gid);
 // The TCP address as a GID (IPv4-mapped for IPv4).
 std::optional<Gid> address_gid(const sockaddr_storage& ss);

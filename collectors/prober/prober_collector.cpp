@@ -125,7 +125,7 @@ class ProberCollector final : public exporter::Collector {
              }}};
   }
 
-  void collect(const exporter::ScrapeContext&, MetricSink& out) override {
+  void collect(const exporter::ScrapeContext& ctx, MetricSink& out) override {
     if (probe_.enabled()) probe_.write_metrics(out);
     std::shared_ptr<const Published> p;
     {
@@ -135,6 +135,10 @@ class ProberCollector final : public exporter::Collector {
     out.gauge("rdma_prober_active", "1 when the prober runs (an RDMA device was found and the responder listens), else 0.", {},
               p ? 1.0 : 0.0);
     if (!p) return;
+    // A responder thread that ended on its own (it logged why) leaves this node out of every
+    // peer's mesh: an error on every scrape until the prober is restarted (a reload does).
+    if (!p->transport.responder_up)
+      ctx.errors.report("responder_stopped", "responder", "the prober's responder stopped; peers cannot connect to this node");
     write(*p, out);
   }
 
@@ -182,9 +186,24 @@ class ProberCollector final : public exporter::Collector {
     out.gauge_u64("rdma_prober_links_up", "Flows connected whose last probe succeeded.", {}, s.links_up);
     out.gauge_u64("rdma_prober_qps", "Queue pairs open, by role.", {{"role", "prober"}}, p.transport.prober_qps);
     out.gauge_u64("rdma_prober_qps", "Queue pairs open, by role.", {{"role", "responder"}}, p.transport.responder_qps);
-    out.counter("rdma_prober_self_excluded_total", "Resolved peer addresses dropped because they are this exporter.", {},
-                p.self_excluded + s.self_excluded);
-    out.counter("rdma_prober_peers_over_limit_total", "Resolved peers dropped by the peers limit.", {}, p.over_limit);
+    // Both are what the last resolution dropped (they go down when the peer set shrinks): gauges.
+    out.gauge_u64("rdma_prober_self_excluded", "Peer addresses (and links) left out now because they are this exporter.", {},
+                  p.self_excluded + s.self_excluded);
+    out.gauge_u64("rdma_prober_peers_over_limit", "Resolved peers left out now by the peers limit.", {}, p.over_limit);
+    out.gauge("rdma_prober_responder_up", "1 while the responder thread answers handshakes; 0 when it stopped (an error).", {},
+              p.transport.responder_up ? 1 : 0);
+    out.gauge_u64("rdma_prober_responder_pending", "Connections to the responder not yet handshaken.", {},
+                  p.transport.responder_pending);
+    for (const auto& [reason, n] : p.transport.responder_refused)
+      out.counter("rdma_prober_responder_refused_total",
+                  "Connections the responder closed at accept, by reason (pending_total, pending_per_source, accept).",
+                  {{"reason", reason}}, n);
+    out.counter("rdma_prober_responder_dead_peers_total",
+                "Served connections that ended in an error, not a close: TCP keepalive or user timeout (the peer vanished "
+                "without a FIN) or a reset; their QPs freed.",
+                {}, p.transport.responder_dead_peers);
+    out.gauge_u64("rdma_prober_handshakes_queued", "Handshakes of this prober waiting for a connector worker.", {},
+                  p.transport.connects_queued);
     out.counter("rdma_prober_link_limit_total", "Links not opened because of the max_qps limit.", {}, s.link_limit_hits);
     out.counter("rdma_prober_late_completions_total", "Completions that arrived after their probe was counted lost.", {},
                 s.late_completions);
@@ -410,6 +429,15 @@ Settings settings_from(const exporter::CollectorSettings& s) {
   t.responder_max_qps = static_cast<std::size_t>(s.integer("responder-max-qps", 1, 65536));
   // The responder's share of the node's worst-case session memory (ProbeLimits, docs/probe.md).
   t.session_max_bytes = ProbeLimits::kResponderSessionBytes;
+  t.responder_max_qps_per_source = static_cast<std::size_t>(s.integer("responder-max-qps-per-source", 1, 65536));
+  t.responder_max_pending = static_cast<std::size_t>(s.integer("responder-max-pending", 1, 4096));
+  t.responder_max_pending_per_source = static_cast<std::size_t>(s.integer("responder-max-pending-per-source", 1, 4096));
+  t.served_keepalive = s.duration("keepalive-timeout");
+  if (t.served_keepalive.count() != 0 && t.served_keepalive < std::chrono::seconds(4))
+    throw s.error("keepalive-timeout", "must be 0 (kernel defaults) or at least 4s");
+  t.connect_concurrency = static_cast<std::size_t>(s.integer("connect-concurrency", 1, 64));
+  e.backoff_jitter = 0.5;  // retries of links that failed together spread over half their backoff
+  e.connect_queue_limit = std::max<std::chrono::milliseconds>(std::chrono::seconds(20), 4 * e.connect_timeout);
   t.handshake_timeout = e.connect_timeout;
   t.poll_window = parse_poll_window(s);
   t.traffic_class = {static_cast<std::uint8_t>(s.integer("traffic-class", 0, 255)),
@@ -506,6 +534,17 @@ RDMA_REGISTER_COLLECTOR({
             {"cross-rail", exporter::OptionType::kBool, "false", "Pair every local port with every peer port of its link layer."},
             {"pairing-refresh", exporter::OptionType::kDuration, "1m", "How often a peer's port table is read again."},
             {"responder-max-qps", exporter::OptionType::kInt, "1024", "Most queue pairs the responder accepts (then: busy)."},
+            {"responder-max-qps-per-source", exporter::OptionType::kInt, "256",
+             "Most queue pairs the responder holds for one source address (then: busy), with or without a secret."},
+            {"responder-max-pending", exporter::OptionType::kInt, "128",
+             "Most connections to the responder not yet handshaken (more are closed at accept)."},
+            {"responder-max-pending-per-source", exporter::OptionType::kInt, "8",
+             "Most connections not yet handshaken from one source address (more are closed at accept)."},
+            {"keepalive-timeout", exporter::OptionType::kDuration, "1m",
+             "A handshake connection whose peer vanished without a FIN is closed (its QPs freed) within about this long "
+             "(TCP keepalive and TCP_USER_TIMEOUT; 0 = kernel defaults, hours)."},
+            {"connect-concurrency", exporter::OptionType::kInt, "8",
+             "Handshakes this prober runs at once (peers in turn, one at a time per peer)."},
             {"peers-limit", exporter::OptionType::kInt, "4096", "Most peers taken from the static list and DNS."},
             {"node-name", exporter::OptionType::kString, "", "Name sent in handshakes (default: host name)."},
             {"probe-modules", exporter::OptionType::kYaml, "",

@@ -1,11 +1,13 @@
 #include "collectors/prober/responder.h"
 
+#include <netinet/in.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -60,6 +62,7 @@ int pick_named_port(const std::vector<std::unique_ptr<ProbeDevice>>& devices, co
 // One accepted connection and the responder QP it keeps alive.
 struct Responder::ServedQp {
   Fd fd;
+  std::string source;  // the peer's address (numeric), for the per-source bound
   ibv_qp* qp = nullptr;
   // A probe session's own buffer (session hello); probes of the prober write into the device's.
   std::vector<std::uint8_t> buf;
@@ -68,6 +71,27 @@ struct Responder::ServedQp {
     if (qp) ibv_destroy_qp(qp);
     if (mr) ibv_dereg_mr(mr);
   }
+};
+
+// A connection not yet handshaken: the challenge going out, the client's frame coming in, the
+// reply going out. Each has its own deadline; nothing in it ever blocks.
+struct Responder::Pending {
+  enum class Phase : std::uint8_t { kChallenge, kRead, kReply };
+  std::unique_ptr<ServedQp> s = std::make_unique<ServedQp>();
+  Deadline deadline{};
+  Nonce nonce{};
+  Phase phase = Phase::kChallenge;
+  std::vector<std::uint8_t> out, in = std::vector<std::uint8_t>(kHeaderSize);
+  std::size_t sent = 0, got = 0;
+  std::string result;  // kReply: what to count once the reply is out
+};
+
+// The thread's state: served QPs, pending handshakes and the per-source counts that bound them.
+struct Responder::Loop {
+  std::vector<std::unique_ptr<ServedQp>> served;
+  std::vector<std::unique_ptr<Pending>> pending;
+  std::map<std::string, std::size_t> pending_by_source, served_by_source;
+  std::size_t session_bytes = 0;  // buffers of the sessions served now
 };
 
 Responder::Responder(const TransportOptions& opts, std::uint64_t instance, const std::vector<std::unique_ptr<ProbeDevice>>& devices)
@@ -79,6 +103,7 @@ void Responder::start() {
   stop_ = Fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (stop_.fd < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
   listen_ = listen_socket(opts_.listen);
+  up_ = true;
   thread_ = named_thread("prober-respond", [this] { main(); });
 }
 
@@ -88,6 +113,7 @@ void Responder::stop() {
     [[maybe_unused]] auto r = ::write(stop_.fd, &one, sizeof one);
   }
   if (thread_.joinable()) thread_.join();
+  up_ = false;
 }
 
 std::map<std::string, std::uint64_t> Responder::handshakes() const {
@@ -95,25 +121,37 @@ std::map<std::string, std::uint64_t> Responder::handshakes() const {
   return handshakes_;
 }
 
-// One handshake on an accepted connection. On "ok", s holds the connected QP (and a session's
-// buffer); otherwise the result says why not.
-std::string Responder::answer_hello(ServedQp& s, std::size_t served, std::size_t session_bytes) {
+std::uint16_t Responder::port() const {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (getsockname(listen_.fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return 0;
+  return ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6&>(ss).sin6_port
+                                        : reinterpret_cast<const sockaddr_in&>(ss).sin_port);
+}
+
+std::map<std::string, std::uint64_t> Responder::refused() const {
+  std::lock_guard lock(mu_);
+  return refused_;
+}
+
+void Responder::count(std::map<std::string, std::uint64_t>& m, const std::string& key) {
+  std::lock_guard lock(mu_);
+  ++m[key];
+}
+
+std::string Responder::answer(ServedQp& s, const std::vector<std::uint8_t>& frame, const Nonce& nonce, const std::string& source,
+                              const Loop& loop, std::vector<std::uint8_t>& reply) {
   const int fd = s.fd.fd;
-  std::string result;
-  const Deadline deadline = std::chrono::steady_clock::now() + opts_.handshake_timeout;
-  const Nonce nonce = random_nonce();
-  auto reject = [&](RejectReason why, const Nonce& cn) {
-    send_frame(fd, encode_frame(Reject{why}, opts_.secret, cn), deadline);
-    return std::string(reject_label(why));
+  auto reject = [&](RejectReason why, const Nonce& cn, std::string label = {}) {
+    reply = encode_frame(Reject{why}, opts_.secret, cn);
+    return label.empty() ? std::string(reject_label(why)) : label;
   };
-  if (!send_frame(fd, encode_frame(Challenge{nonce}, opts_.secret, {}), deadline)) return "io";
-  auto bytes = read_frame(fd, deadline, result);
-  if (!bytes) return result == "handshake_io" ? "io" : "bad_header";
-  auto dec = decode_frame(*bytes, opts_.secret, nonce);
+  auto dec = decode_frame(frame, opts_.secret, nonce);
   if (dec.status != DecodeStatus::kOk) return std::string(decode_status_label(dec.status));
   if (const auto* req = std::get_if<PortRequest>(&*dec.message)) {
     const PortTable table{opts_.node_name.substr(0, kNameSize), describe_ports(devices_, opts_.rails)};
-    return send_frame(fd, encode_frame(table, opts_.secret, req->nonce), deadline) ? "port_table" : "io";
+    reply = encode_frame(table, opts_.secret, req->nonce);
+    return "port_table";
   }
   const Hello* h = std::get_if<Hello>(&*dec.message);
   const SessionHello* session = std::get_if<SessionHello>(&*dec.message);
@@ -122,10 +160,14 @@ std::string Responder::answer_hello(ServedQp& s, std::size_t served, std::size_t
   if (targeted) h = &targeted->hello;
   if (!h) return "bad_type";
   if (h->instance == instance_) return reject(RejectReason::kSelf, h->nonce);
-  if (served >= opts_.responder_max_qps) return reject(RejectReason::kBusy, h->nonce);
+  if (loop.served.size() >= opts_.responder_max_qps) return reject(RejectReason::kBusy, h->nonce);
+  // One source address never holds more than its share, with or without a secret.
+  if (auto it = loop.served_by_source.find(source);
+      it != loop.served_by_source.end() && it->second >= opts_.responder_max_qps_per_source)
+    return reject(RejectReason::kBusy, h->nonce, "busy_source");
   // Sessions: only with a shared secret, and within the responder's memory bound.
   if (session && opts_.secret.empty()) return reject(RejectReason::kNoSecret, h->nonce);
-  if (session && session_bytes + session->buffer_bytes > opts_.session_max_bytes) return reject(RejectReason::kBusy, h->nonce);
+  if (session && loop.session_bytes + session->buffer_bytes > opts_.session_max_bytes) return reject(RejectReason::kBusy, h->nonce);
   ProbeDevice* dev = nullptr;
   VerbsPort port;
   Gid gid{};
@@ -153,55 +195,160 @@ std::string Responder::answer_hello(ServedQp& s, std::size_t served, std::size_t
   a.endpoint.length = length;
   if (auto err = connect_qp(s.qp, port, sgid, a.endpoint.psn, h->endpoint, opts_.traffic_class); !err.empty())
     return reject(RejectReason::kQpSetup, h->nonce);
-  if (!send_frame(fd, encode_frame(a, opts_.secret, h->nonce), deadline)) return "io";
+  reply = encode_frame(a, opts_.secret, h->nonce);
   return session ? "ok_session" : "ok";
 }
 
-// Accepts one connection and answers its hello (a connected QP joins `served`) or its port
-// request (the connection closes once the table is sent).
-void Responder::accept_one(std::vector<std::unique_ptr<ServedQp>>& served, std::size_t& session_bytes) {
-  Fd fd(accept4(listen_.fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-  if (fd.fd < 0) return;
-  auto s = std::make_unique<ServedQp>();
-  s->fd = std::move(fd);
-  const std::string result = answer_hello(*s, served.size(), session_bytes);
-  {
-    std::lock_guard lock(mu_);
-    ++handshakes_[result];
+// Accepts what the backlog holds (at most a bounded batch per wake-up, so that pending
+// handshakes advance meanwhile); a connection beyond the pending bounds is closed at once.
+void Responder::accept_all(Loop& loop) {
+  for (int batch = 0; batch < 64; ++batch) {
+    sockaddr_storage from{};
+    socklen_t fl = sizeof from;
+    Fd fd(accept4(listen_.fd, reinterpret_cast<sockaddr*>(&from), &fl, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (fd.fd < 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) count(refused_, "accept");
+      return;
+    }
+    const auto gid = address_gid(from);
+    std::string source = gid ? gid_address(*gid) : std::string("unknown");
+    if (loop.pending.size() >= opts_.responder_max_pending) {
+      count(refused_, "pending_total");
+      continue;
+    }
+    auto& by_source = loop.pending_by_source[source];
+    if (by_source >= opts_.responder_max_pending_per_source) {
+      count(refused_, "pending_per_source");
+      continue;
+    }
+    ++by_source;
+    auto p = std::make_unique<Pending>();
+    p->s->fd = std::move(fd);
+    p->s->source = std::move(source);
+    p->deadline = std::chrono::steady_clock::now() + opts_.handshake_timeout;
+    p->nonce = random_nonce();
+    p->out = encode_frame(Challenge{p->nonce}, opts_.secret, {});
+    loop.pending.push_back(std::move(p));
+    if (pump(loop, *loop.pending.back())) loop.pending.pop_back();
   }
-  if (result == "port_table") return;
+}
+
+void Responder::finish(Loop& loop, Pending& p, std::string result) {
+  count(handshakes_, result);
+  if (auto it = loop.pending_by_source.find(p.s->source); it != loop.pending_by_source.end() && --it->second == 0)
+    loop.pending_by_source.erase(it);
   if (result != "ok" && result != "ok_session") {
-    spdlog::debug("prober: responder handshake failed: {}", result);
-    return;
+    if (result != "port_table") spdlog::debug("prober: responder handshake from {} failed: {}", p.s->source, result);
+    return;  // the connection closes with p
   }
-  session_bytes += s->buf.size();
-  served.push_back(std::move(s));
+  set_keepalive(p.s->fd.fd, opts_.served_keepalive);
+  ++loop.served_by_source[p.s->source];
+  loop.session_bytes += p.s->buf.size();
+  loop.served.push_back(std::move(p.s));
   ++qps_;
 }
 
-void Responder::main() {
-  std::vector<std::unique_ptr<ServedQp>> served;
-  std::size_t session_bytes = 0;  // buffers of the sessions served now
+bool Responder::pump(Loop& loop, Pending& p) {
+  using Phase = Pending::Phase;
   for (;;) {
-    std::vector<pollfd> pfds{{stop_.fd, POLLIN, 0}, {listen_.fd, POLLIN, 0}};
-    for (const auto& s : served) pfds.push_back({s->fd.fd, POLLIN, 0});
-    int n = ::poll(pfds.data(), pfds.size(), -1);
-    if (n < 0 && errno != EINTR) break;
-    if (pfds[0].revents) break;
-    // A served connection that becomes readable is closed by the prober (or misbehaves): free it.
-    for (std::size_t i = served.size(); i-- > 0;) {
-      if (!pfds[i + 2].revents) continue;
+    if (p.phase == Phase::kChallenge || p.phase == Phase::kReply) {
+      while (p.sent < p.out.size()) {
+        ssize_t k = ::send(p.s->fd.fd, p.out.data() + p.sent, p.out.size() - p.sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
+        if (k <= 0) return finish(loop, p, "io"), true;
+        p.sent += static_cast<std::size_t>(k);
+      }
+      if (p.phase == Phase::kReply) return finish(loop, p, std::move(p.result)), true;
+      p.phase = Phase::kRead;
+    }
+    // kRead: the header, then exactly the size it announces (never more than one frame).
+    while (p.got < p.in.size()) {
+      ssize_t k = ::recv(p.s->fd.fd, p.in.data() + p.got, p.in.size() - p.got, MSG_DONTWAIT);
+      if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
+      if (k <= 0) return finish(loop, p, "io"), true;
+      p.got += static_cast<std::size_t>(k);
+      if (p.got == kHeaderSize && p.in.size() == kHeaderSize) {
+        auto size = frame_size(p.in);
+        if (!size) return finish(loop, p, "bad_header"), true;
+        p.in.resize(*size);
+      }
+    }
+    std::vector<std::uint8_t> reply;
+    p.result = answer(*p.s, p.in, p.nonce, p.s->source, loop, reply);
+    if (reply.empty()) return finish(loop, p, std::move(p.result)), true;
+    p.out = std::move(reply), p.sent = 0, p.phase = Phase::kReply;
+  }
+}
+
+void Responder::run(Loop& loop) {
+  std::vector<pollfd> pfds;
+  for (;;) {
+    // [stop, listen, pending..., served...]: rebuilt each round (a few hundred descriptors at
+    // most: both sets are bounded).
+    pfds.assign({{stop_.fd, POLLIN, 0}, {listen_.fd, POLLIN, 0}});
+    auto now = std::chrono::steady_clock::now();
+    Deadline next = now + std::chrono::hours(1);
+    for (const auto& p : loop.pending) {
+      pfds.push_back({p->s->fd.fd, static_cast<short>(p->phase == Pending::Phase::kRead ? POLLIN : POLLOUT), 0});
+      next = std::min(next, p->deadline);
+    }
+    for (const auto& s : loop.served) pfds.push_back({s->fd.fd, POLLIN, 0});
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(next - now).count();
+    const int n = ::poll(pfds.data(), pfds.size(), static_cast<int>(std::clamp<long long>(wait, 0, 3600000)));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+    }
+    if (pfds[0].revents) return;
+    // A served connection that becomes readable is closed by the prober (or misbehaves, or the
+    // kernel gave up on a silent peer: ETIMEDOUT): free its QP.
+    const std::size_t served_at = 2 + loop.pending.size();
+    for (std::size_t i = loop.served.size(); i-- > 0;) {
+      if (!pfds[served_at + i].revents) continue;
+      auto& s = *loop.served[i];
       std::uint8_t buf[64];
-      ssize_t k = ::recv(served[i]->fd.fd, buf, sizeof buf, MSG_DONTWAIT);
+      ssize_t k = ::recv(s.fd.fd, buf, sizeof buf, MSG_DONTWAIT);
       if (k < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-      session_bytes -= served[i]->buf.size();
-      served.erase(served.begin() + static_cast<std::ptrdiff_t>(i));
+      // An error rather than a close: the kernel gave up on the peer (ETIMEDOUT after the
+      // keepalive probes, or the soft error of their failed sends: EHOSTUNREACH, ...) or it reset.
+      if (k < 0) ++dead_peers_;
+      if (auto it = loop.served_by_source.find(s.source); it != loop.served_by_source.end() && --it->second == 0)
+        loop.served_by_source.erase(it);
+      loop.session_bytes -= s.buf.size();
+      loop.served.erase(loop.served.begin() + static_cast<std::ptrdiff_t>(i));
       --qps_;
     }
-    if (pfds[1].revents & POLLIN) accept_one(served, session_bytes);
+    // Pending handshakes: those whose socket is ready advance; those past their deadline end.
+    now = std::chrono::steady_clock::now();
+    std::vector<std::unique_ptr<Pending>> still;
+    still.reserve(loop.pending.size());
+    for (std::size_t i = 0; i < loop.pending.size(); ++i) {
+      auto& p = *loop.pending[i];
+      bool done = false;
+      if (pfds[2 + i].revents) done = pump(loop, p);
+      if (!done && now >= p.deadline) finish(loop, p, "timeout"), done = true;
+      if (!done) still.push_back(std::move(loop.pending[i]));
+    }
+    loop.pending = std::move(still);
+    if (pfds[1].revents & POLLIN) accept_all(loop);
+    pending_count_.store(loop.pending.size());
     cpu_.store(thread_cpu_seconds(), std::memory_order_relaxed);
   }
-  qps_ -= served.size();
+}
+
+void Responder::main() {
+  Loop loop;
+  bool stopped = false;
+  try {
+    run(loop);
+    stopped = true;
+  } catch (const std::exception& e) {
+    spdlog::error("prober: the responder stopped: {}; peers cannot connect to this node until the prober is restarted",
+                  e.what());
+  }
+  if (!stopped) up_ = false;
+  qps_ -= loop.served.size();
+  pending_count_ = 0;
 }
 
 }  // namespace rdma::collectors::prober

@@ -33,7 +33,7 @@ struct VerbsTransport::LinkQp {
   }
 };
 
-VerbsTransport::VerbsTransport(const TransportOptions& opts) : opts_(opts) {
+VerbsTransport::VerbsTransport(const TransportOptions& opts) : opts_(opts), handshakes_(opts.connect_concurrency) {
   std::random_device rd;
   instance_ = (std::uint64_t{rd()} << 32) | rd();
 }
@@ -98,7 +98,8 @@ void VerbsTransport::start() {
     }
   }
   responder_->start();
-  connector_ = named_thread("prober-connect", [this] { connector_main(); });
+  for (std::size_t i = 0; i < std::max<std::size_t>(1, opts_.connect_concurrency); ++i)
+    connectors_.push_back(named_thread("prober-connect", [this] { connector_main(); }));
 }
 
 void VerbsTransport::stop() {
@@ -108,7 +109,8 @@ void VerbsTransport::stop() {
     stopping_ = true;
   }
   cv_.notify_all();
-  if (connector_.joinable()) connector_.join();
+  for (auto& t : connectors_)
+    if (t.joinable()) t.join();
   if (responder_) responder_->stop();
 }
 
@@ -348,7 +350,7 @@ void VerbsTransport::close(std::uint64_t link) {
   {
     std::lock_guard lock(mu_);
     attempts_.erase(link);
-    std::erase_if(queue_, [link](const auto& q) { return q.first.link == link; });
+    handshakes_.drop_connect(link);
     auto it = link_qps_.find(link);
     if (it == link_qps_.end()) return;
     by_qpn_.erase({it->second->dev, it->second->qp->qp_num});
@@ -362,7 +364,11 @@ void VerbsTransport::close(std::uint64_t link) {
 void VerbsTransport::pair(std::uint64_t request, const PeerSpec& peer) {
   {
     std::lock_guard lock(mu_);
-    pair_queue_.emplace_back(request, peer);
+    HandshakeJob job;
+    job.kind = HandshakeJob::Kind::kPair;
+    job.id = request;
+    job.peer = peer;
+    handshakes_.push(std::move(job));
   }
   cv_.notify_one();
 }
@@ -372,39 +378,59 @@ void VerbsTransport::connect(const ConnectRequest& r) {
     std::lock_guard lock(mu_);
     const std::uint64_t attempt = next_attempt_++;
     attempts_[r.link] = attempt;
-    queue_.emplace_back(r, attempt);
+    HandshakeJob job;
+    job.id = r.link;
+    job.attempt = attempt;
+    job.connect = r;
+    handshakes_.push(std::move(job));
   }
   cv_.notify_one();
 }
 
-// ---------------------------------------------------------------- connector thread
+// ---------------------------------------------------------------- connector workers
 
 void VerbsTransport::connector_main() {
+  double last_cpu = 0;  // this worker's CPU time at its last sample: the workers' sum is the counter
   for (;;) {
-    std::pair<ConnectRequest, std::uint64_t> job;
-    std::optional<std::pair<std::uint64_t, PeerSpec>> pair_job;
+    HandshakeJob job;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty() || !pair_queue_.empty(); });
+      std::optional<HandshakeJob> next;
+      cv_.wait(lock, [&] { return stopping_ || (next = handshakes_.take()).has_value(); });
       if (stopping_) return;
-      if (!pair_queue_.empty()) {
-        pair_job = std::move(pair_queue_.front());
-        pair_queue_.pop_front();
-      } else {
-        job = std::move(queue_.front());
-        queue_.pop_front();
+      job = std::move(*next);
+      if (job.kind == HandshakeJob::Kind::kConnect) {
+        auto a = attempts_.find(job.id);
+        if (a != attempts_.end() && a->second == job.attempt) {
+          // Its time starts now, not when it was queued (the engine's connect timeout too).
+          events_.push_back({TransportEvent::Kind::kConnectStarted, job.id, 0, true, "", Clock::now(), std::nullopt, false});
+          have_events_.store(true, std::memory_order_release);
+        }
       }
     }
-    if (pair_job) do_pair(pair_job->first, pair_job->second);
-    else do_connect(job.first, job.second);
-    connector_cpu_.store(thread_cpu_seconds(), std::memory_order_relaxed);
+    wake();
+    const bool pair = job.kind == HandshakeJob::Kind::kPair;
+    const std::string key = HandshakeQueue::key(pair ? job.peer : job.connect.peer);
+    const bool unreachable = pair ? do_pair(job.id, job.peer) : do_connect(job.connect, job.attempt);
+    std::vector<HandshakeJob> failed;
+    {
+      std::lock_guard lock(mu_);
+      failed = handshakes_.done(key, unreachable);
+    }
+    for (const auto& f : failed) connect_failed(f.id, f.attempt, "connect");
+    cv_.notify_all();  // the peer is free again: its next job may start
+    const double cpu = thread_cpu_seconds();
+    double total = connector_cpu_.load(std::memory_order_relaxed);
+    while (!connector_cpu_.compare_exchange_weak(total, total + (cpu - last_cpu), std::memory_order_relaxed)) {
+    }
+    last_cpu = cpu;
   }
 }
 
 // The prober side of a port table exchange: challenge, port request, table; then pairs this
 // host's ports with the peer's (pairing.h). A responder that closes after the request is one
 // from before port tables: every local port is paired with whatever port it chooses, rail "".
-void VerbsTransport::do_pair(std::uint64_t request, const PeerSpec& peer) {
+bool VerbsTransport::do_pair(std::uint64_t request, const PeerSpec& peer) {
   TransportEvent e;
   e.kind = TransportEvent::Kind::kPaired;
   e.link = request;
@@ -418,19 +444,19 @@ void VerbsTransport::do_pair(std::uint64_t request, const PeerSpec& peer) {
   std::string why;
   Nonce server_nonce{};
   Fd s = open_handshake(peer.address, peer.tcp_port, opts_.secret, deadline, server_nonce, why);
-  if (s.fd < 0) return answer("pairing_" + why);
+  if (s.fd < 0) return answer("pairing_" + why), why == "connect";
   const PortRequest req{random_nonce()};
   if (!send_frame(s.fd, encode_frame(req, opts_.secret, server_nonce), deadline))
-    return answer("pairing_io");
+    return answer("pairing_io"), false;
   auto table_bytes = read_frame(s.fd, deadline, why);
   if (!table_bytes) {
-    if (why != "handshake_io") return answer("pairing_" + why);  // io: it closed (as probe sessions tell it)
+    if (why != "handshake_io") return answer("pairing_" + why), false;  // io: it closed (as probe sessions tell it)
     for (const auto& l : local_ports()) e.pairs.push_back(PeerPort{l, "", 0, "", {}, {}});
-    return answer("");
+    return answer(""), false;
   }
   auto table = decode_frame(*table_bytes, opts_.secret, req.nonce);
   if (table.status != DecodeStatus::kOk || !std::holds_alternative<PortTable>(*table.message))
-    return answer("pairing_" + std::string(decode_status_label(table.status == DecodeStatus::kOk ? DecodeStatus::kBadType : table.status)));
+    return answer("pairing_" + std::string(decode_status_label(table.status == DecodeStatus::kOk ? DecodeStatus::kBadType : table.status))), false;
   const auto& theirs = std::get<PortTable>(*table.message).ports;
   const auto ours = describe_ports(devices_, opts_.rails);
   for (const auto& p : pair_ports(ours, theirs, opts_.cross_rail, address_gid(peer.address)))
@@ -440,22 +466,28 @@ void VerbsTransport::do_pair(std::uint64_t request, const PeerSpec& peer) {
     spdlog::debug("prober: {} ({}) shares no rail with this host: no links (rails:, cross_rail)", peer.name,
                   std::get<PortTable>(*table.message).name);
   answer("");
+  return false;
 }
 
-void VerbsTransport::do_connect(const ConnectRequest& r, std::uint64_t attempt) {
+void VerbsTransport::connect_failed(std::uint64_t link, std::uint64_t attempt, const std::string& reason, bool self) {
+  {
+    std::lock_guard lock(mu_);
+    auto a = attempts_.find(link);
+    if (a == attempts_.end() || a->second != attempt) return;  // closed meanwhile
+  }
+  TransportEvent e;
+  e.kind = TransportEvent::Kind::kConnectFailed;
+  e.link = link;
+  e.reason = reason;
+  e.self = self;
+  e.at = Clock::now();
+  push_event(std::move(e));
+}
+
+bool VerbsTransport::do_connect(const ConnectRequest& r, std::uint64_t attempt) {
   auto fail = [&](const std::string& reason, bool self = false) {
-    {
-      std::lock_guard lock(mu_);
-      auto a = attempts_.find(r.link);
-      if (a == attempts_.end() || a->second != attempt) return;  // closed meanwhile
-    }
-    TransportEvent e;
-    e.kind = TransportEvent::Kind::kConnectFailed;
-    e.link = r.link;
-    e.reason = reason;
-    e.self = self;
-    e.at = Clock::now();
-    push_event(std::move(e));
+    connect_failed(r.link, attempt, reason, self);
+    return reason == "connect";  // the TCP connect itself: the peer's address does not answer
   };
   ProbeDevice* d = device(r.local.device);
   const std::optional<VerbsPort> port = d ? d->port(r.local.port) : std::nullopt;
@@ -505,17 +537,19 @@ void VerbsTransport::do_connect(const ConnectRequest& r, std::uint64_t attempt) 
   if (!acc) return fail("handshake_bad_type");
   if (auto err = connect_qp(conn->qp, *port, sgid, h.endpoint.psn, acc->endpoint, opts_.traffic_class); !err.empty()) return fail(err);
   conn->remote = acc->endpoint;
+  set_keepalive(s.fd, opts_.served_keepalive);  // a responder gone without a FIN: the socket errors out, not hangs
   conn->fd = std::move(s);
   {
     std::lock_guard lock(mu_);
     auto a = attempts_.find(r.link);
-    if (a == attempts_.end() || a->second != attempt || stopping_) return;  // closed meanwhile: conn is destroyed
+    if (a == attempts_.end() || a->second != attempt || stopping_) return false;  // closed meanwhile: conn is destroyed
     by_qpn_[{d, conn->qp->qp_num}] = conn.get();
     link_qps_[r.link] = std::move(conn);
     events_.push_back({TransportEvent::Kind::kConnected, r.link, 0, true, "", Clock::now(), std::nullopt, false});
     have_events_.store(true, std::memory_order_release);
   }
   wake();
+  return false;
 }
 
 TransportCounters VerbsTransport::counters() const {
@@ -524,7 +558,16 @@ TransportCounters VerbsTransport::counters() const {
     std::lock_guard lock(mu_);
     c.prober_qps = link_qps_.size();
   }
+  {
+    std::lock_guard lock(mu_);
+    c.connects_queued = handshakes_.queued();
+    c.connects_running = handshakes_.running();
+  }
   c.responder_handshakes = responder_->handshakes();
+  c.responder_refused = responder_->refused();
+  c.responder_pending = responder_->pending();
+  c.responder_dead_peers = responder_->dead_peers();
+  c.responder_up = responder_->up();
   c.responder_qps = responder_->qps();
   c.loop_cpu = loop_cpu_.load(std::memory_order_relaxed);
   c.connector_cpu = connector_cpu_.load(std::memory_order_relaxed);

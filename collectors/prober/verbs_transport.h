@@ -1,8 +1,10 @@
 // The real Transport: libibverbs queue pairs, connected over the TCP handshake of handshake.h.
 //   - the loop thread calls wait() (epoll over the devices' completion channels and an eventfd:
 //     no busy polling), post_probe() and close();
-//   - a connector thread runs the prober side of handshakes (blocking, with timeouts), so a
-//     slow or dead peer never delays the probes of others;
+//   - connector workers (connect_concurrency threads) run the prober side of handshakes
+//     (blocking, with timeouts) as HandshakeQueue (connect_queue.h) schedules them: in
+//     parallel, peers in turn, one at a time per peer, so that a slow or dead peer never delays
+//     the handshakes or probes of others;
 //   - the Responder (responder.h) accepts handshakes on its own thread.
 // Devices and QP setup are verbs_util.h; sockets and frames handshake_io.h.
 // Completion timestamps (ibv_create_cq_ex + IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) are used where
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "collectors/prober/config.h"
+#include "collectors/prober/connect_queue.h"
 #include "collectors/prober/engine.h"
 #include "collectors/prober/responder.h"
 #include "collectors/prober/verbs_util.h"
@@ -33,9 +36,20 @@ struct TransportOptions {
   std::string secret;
   HostPort listen;
   std::size_t responder_max_qps = 1024;
+  // The responder's bounds against strangers (responder.h): connections not yet handshaken, in
+  // total and per source address (the excess is closed at accept), and served QPs per source
+  // address (then: busy).
+  std::size_t responder_max_pending = 128;
+  std::size_t responder_max_pending_per_source = 8;
+  std::size_t responder_max_qps_per_source = 256;
+  // Served (and the prober's own) handshake connections: a peer gone without a FIN is detected by
+  // TCP keepalive/TCP_USER_TIMEOUT within about this long, and its QPs freed. 0: kernel defaults.
+  std::chrono::milliseconds served_keepalive{60000};
+  // Handshakes the connector runs at once (each peer at most one at a time).
+  std::size_t connect_concurrency = 8;
   // Memory the responder registers for on-demand probe sessions at once (session hellos beyond
   // it are rejected busy); each session QP asks for at most kMaxSessionBuffer.
-  std::size_t session_max_bytes = 256u << 20;
+  std::size_t session_max_bytes = 64u << 20;  // ProbeLimits::kResponderSessionBytes (probe_module.h)
   std::string node_name;
   std::chrono::milliseconds handshake_timeout{3000};
   // After a wake-up's posts, settle() polls the CQs for up to this long before the loop arms the
@@ -53,6 +67,10 @@ struct TransportOptions {
 
 struct TransportCounters {
   std::map<std::string, std::uint64_t> responder_handshakes;  // by result: ok, ok_session, bad_mac, busy, ...
+  std::map<std::string, std::uint64_t> responder_refused;     // connections closed at accept, by reason
+  std::uint64_t responder_pending = 0, responder_dead_peers = 0;
+  bool responder_up = false;
+  std::uint64_t connects_queued = 0, connects_running = 0;
   std::uint64_t responder_qps = 0, prober_qps = 0;
   double loop_cpu = 0, connector_cpu = 0, responder_cpu = 0;  // seconds
   std::uint64_t wakeups = 0;      // epoll_wait returns
@@ -92,6 +110,7 @@ class VerbsTransport final : public Transport {
   void wake();
 
   void connect(const ConnectRequest& r) override;
+  bool reports_connect_start() const override { return true; }
   void pair(std::uint64_t request, const PeerSpec& peer) override;
   std::optional<TimePoint> post_probe(std::uint64_t link, std::uint64_t probe, std::string& reason) override;
   void close(std::uint64_t link) override;
@@ -102,8 +121,10 @@ class VerbsTransport final : public Transport {
   struct LinkQp;
   explicit VerbsTransport(const TransportOptions& opts);
   void connector_main();
-  void do_connect(const ConnectRequest& r, std::uint64_t attempt);
-  void do_pair(std::uint64_t request, const PeerSpec& peer);
+  // Each returns true when the peer's TCP connect failed (its queued connects fail with it).
+  bool do_connect(const ConnectRequest& r, std::uint64_t attempt);
+  bool do_pair(std::uint64_t request, const PeerSpec& peer);
+  void connect_failed(std::uint64_t link, std::uint64_t attempt, const std::string& reason, bool self = false);
   void push_event(TransportEvent e);
   std::size_t poll_cq(ProbeDevice& d, std::vector<TransportEvent>& out);
   void poll_fresh(std::vector<TransportEvent>& out, bool spin);
@@ -123,14 +144,13 @@ class VerbsTransport final : public Transport {
   std::vector<std::unique_ptr<ProbeDevice>> devices_;
   int epoll_fd_ = -1, wake_fd_ = -1;
 
-  mutable std::mutex mu_;  // link_qps_, by_qpn_, attempts_, queue_, events_
+  mutable std::mutex mu_;  // link_qps_, by_qpn_, attempts_, handshakes_, events_
   std::condition_variable cv_;
   std::map<std::uint64_t, std::unique_ptr<LinkQp>> link_qps_;
   std::map<std::pair<const ProbeDevice*, std::uint32_t>, LinkQp*> by_qpn_;
   std::map<std::uint64_t, std::uint64_t> attempts_;  // link -> current connect attempt
   std::uint64_t next_attempt_ = 1;
-  std::deque<std::pair<ConnectRequest, std::uint64_t>> queue_;
-  std::deque<std::pair<std::uint64_t, PeerSpec>> pair_queue_;  // served before connects: they unblock links
+  HandshakeQueue handshakes_{1};  // sized from opts_ in the constructor
   std::vector<TransportEvent> events_;
   std::atomic<std::uint64_t> wakeups_{0}, polled_{0}, poll_misses_{0};
   std::atomic<bool> have_events_{false};  // events_ is not empty (checked without the lock)
@@ -147,7 +167,7 @@ class VerbsTransport final : public Transport {
   std::vector<RawCompletion> raw_;
   std::atomic<double> loop_cpu_{0}, connector_cpu_{0}, post_seconds_{0}, poll_seconds_{0};
   bool stopping_ = false;
-  std::thread connector_;
+  std::vector<std::thread> connectors_;
   // Declared after what it refers to (opts_, devices_), so that it is destroyed first.
   std::unique_ptr<Responder> responder_;
 };
