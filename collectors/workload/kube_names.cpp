@@ -110,7 +110,8 @@ void KubeNames::run() {
       const auto now = Clock::now();
       if (now >= last + config_.period) break;
       // An early list: asked for, kMinGap after the last one, and at most one per period.
-      const auto early_at = std::max(last + kMinGap, last_early ? *last_early + config_.period : last);
+      const auto gap = std::min<Clock::duration>(kMinGap, config_.period);
+      const auto early_at = std::max(last + gap, last_early ? *last_early + config_.period : last);
       if (soon_ && now >= early_at) {
         last_early = now;
         break;

@@ -3,8 +3,8 @@
 // background thread lists the pods of this node (GET /api/v1/pods?fieldSelector=spec.nodeName=
 // <node>&resourceVersion=0, served from the API server's watch cache) with the service account's
 // token, every `period` and, when a scrape meets a pod it does not know, once early (at most once
-// per period, never sooner than kMinGap after the last list). Each list replaces an immutable
-// snapshot; a scrape only copies the pointer out, never waits on the API. A failed list keeps the
+// per period, never sooner than kMinGap, or the period if shorter, after the last list). Each list
+// replaces an immutable snapshot; a scrape only copies the pointer out, never waits on the API. A failed list keeps the
 // last good snapshot (a pod's name never changes for its UID).
 //
 // Needs only read access to pods (RBAC get/list/watch on pods); the token file is read again before

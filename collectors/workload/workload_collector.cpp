@@ -335,7 +335,8 @@ Settings settings_of(const exporter::CollectorSettings& s, const exporter::Globa
   if (const char* n = std::getenv("NODE_NAME"); st.kube.node.empty() && n) st.kube.node = n;
   st.kube.token_file = s.string("kubernetes-token-file");
   st.kube.ca_file = s.string("kubernetes-ca-file");
-  st.kube.period = std::max<std::chrono::milliseconds>(st.refresh, kMinGap);
+  // At least a second between lists whatever is asked (0 would make the thread spin).
+  st.kube.period = std::max<std::chrono::milliseconds>(st.refresh, std::chrono::seconds(1));
   const std::string names = s.choice("names", {"auto", "kubernetes", "cri", "none"});
   if (names == "cri" || (names == "auto" && !st.cri_socket.empty())) st.names = NamesFrom::kCri;
   else if (names == "kubernetes" || (names == "auto" && !st.kube.api.empty() && !st.kube.node.empty()))

@@ -129,11 +129,20 @@ def pod_list(*pods):
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--pod-list":
-        # For shell tests: kube_api_double.py --pod-list NODE UID NAMESPACE NAME CONTAINER_ID CONTAINER
-        node, uid, ns, name, cid, cname = sys.argv[2:8]
-        print(json.dumps(pod_list(pod(name, ns, uid, node, [(cname, "containerd://" + cid)]),
+        # For shell tests (one interpreter start: they run under TCG):
+        #   kube_api_double.py --pod-list NODE UID NAMESPACE NAME CONTAINER_ID CONTAINER OUT
+        # writes OUT.json (the pod on NODE, another on another node), OUT-escaped.json (the container
+        # named "\u00ff\u00fe": valid UTF-8, not a name the API server admits) and OUT-raw.json (the
+        # container named with the raw bytes ff fe: not UTF-8).
+        node, uid, ns, name, cid, cname, out = sys.argv[2:9]
+        doc = json.dumps(pod_list(pod(name, ns, uid, node, [(cname, "containerd://" + cid)]),
                                   pod("elsewhere", ns, "9e2f7a1c-0000-4000-8000-000000000001", "node-other",
-                                      [("worker", "containerd://" + "e" * 64)]))))
+                                      [("worker", "containerd://" + "e" * 64)]))).encode()
+        quoted = json.dumps(cname).encode()
+        for suffix, data in (("", doc), ("-escaped", doc.replace(quoted, b'"\\u00ff\\u00fe"')),
+                             ("-raw", doc.replace(quoted, b'"\xff\xfe"'))):
+            with open(out + suffix + ".json", "wb") as f:
+                f.write(data)
         sys.exit(0)
     signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM, signal.SIGINT])
     main()

@@ -73,7 +73,7 @@ class KubernetesNames(unittest.TestCase):
                      f"--collector.workload.kubernetes-api={url or self.api.url}",
                      f"--collector.workload.kubernetes-ca-file={ca or self.api.ca}",
                      f"--collector.workload.kubernetes-token-file={self.token}",
-                     f"--collector.workload.node-name={NODE}", "--collector.workload.refresh-interval=5s", *extra)
+                     f"--collector.workload.node-name={NODE}", "--collector.workload.refresh-interval=1s", *extra)
         self.addCleanup(e.stop)
         return e
 
