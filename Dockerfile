@@ -11,6 +11,7 @@ RUN apt-get update \
       libibverbs-dev libibumad-dev libibmad-dev libibnetdisc-dev \
       libcivetweb-dev civetweb libyaml-cpp-dev libspdlog-dev libfmt-dev zlib1g-dev libmnl-dev libssl-dev libcrypt-dev \
       libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev \
+      libcurl4-openssl-dev nlohmann-json3-dev \
  && rm -rf /var/lib/apt/lists/*
 # ccache writes here; mount a cache on it to rebuild fast (tests/deploy/image_test.sh does).
 ENV CCACHE_DIR=/ccache CCACHE_BASEDIR=/src
@@ -35,12 +36,14 @@ RUN cmake -S /src -B /build -DCMAKE_BUILD_TYPE=Release -DRDMA_EXPORTER_TESTS=OFF
 # ---- runtime ----------------------------------------------------------------------------------
 FROM debian:bookworm-slim
 # Keep in sync with the NEEDED libraries of the binary and of its dlopen()ed modules (gRPC and
-# protobuf: the workload collector's module) (tests/deploy/dockerfile_test.sh checks it).
+# protobuf: the workload collector's module; libcurl: its Kubernetes API module)
+# (tests/deploy/dockerfile_test.sh checks it).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       libibverbs1 ibverbs-providers libibumad3 libibmad5 libibnetdisc5 \
       libcivetweb1 libyaml-cpp0.7 libspdlog1.10 libfmt9 zlib1g libmnl0 libssl3 libcrypt1 \
       libgrpc++1.51 libgrpc29 libabsl20220623 libprotobuf32 \
+      libcurl4 \
  && rm -rf /var/lib/apt/lists/*
 # The binary and whatever it installs beside it (e.g. /usr/lib/<triplet>/rdma_exporter: the TLS shim).
 COPY --from=build /out/usr/ /usr/

@@ -20,3 +20,7 @@ pkg_check_modules(GRPCPP IMPORTED_TARGET grpc++)
 pkg_check_modules(PROTOBUF IMPORTED_TARGET protobuf)
 find_program(RDMA_PROTOC protoc)
 find_program(RDMA_GRPC_CPP_PLUGIN grpc_cpp_plugin)
+# The workload collector's Kubernetes API client: nlohmann-json3-dev (header-only: the PodList
+# decoder in sources/cgroup) and libcurl4-openssl-dev (HTTPS, in its own dlopen()ed module).
+find_package(nlohmann_json 3 REQUIRED)
+find_package(CURL 7.85 REQUIRED)

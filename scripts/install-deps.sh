@@ -23,6 +23,8 @@ RUN=(
   ibverbs-providers python3
   # the workload collector's CRI and PodResources gRPC module (loaded only when a socket is set)
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
+  # the workload collector's Kubernetes API client: HTTPS (its own dlopen()ed module) and the PodList decoder
+  libcurl4-openssl-dev nlohmann-json3-dev
 )
 TEST=(
   # build: the tests' framework, the build cache CI relies on, the revision label

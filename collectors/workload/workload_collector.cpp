@@ -5,11 +5,17 @@
 // classified by sources/cgroup. Nothing about QPs or processes is cached across scrapes, so a
 // process that exits takes its series with it at the next scrape.
 //
-// Names and allocations (optional, each behind a socket setting, through the dlopen()ed gRPC
-// module, module/workload_api.h):
+// Names (setting `names`; auto: the CRI when its socket is set, else the Kubernetes API when the
+// exporter runs in a cluster and knows its node):
+//   Kubernetes API (kube_names.h, through the dlopen()ed HTTPS module, module/kube_api.h): the pods
+//     of this node listed in the background with the service account's token (read-only RBAC on
+//     pods); a scrape copies the last snapshot.
+// Names and allocations over the node's sockets (optional, each behind a socket setting, through
+// the dlopen()ed gRPC module, module/workload_api.h):
 //   CRI runtime.v1 ListPodSandbox + ListContainers (containerd/CRI-O socket): namespace, pod and
 //     container names for the cgroups' pod UIDs and container IDs. Cached; listed again only when
-//     a scrape meets an unknown ID, at most once per refresh-interval.
+//     a scrape meets an unknown ID, at most once per refresh-interval. Opt-in: the socket serves the
+//     runtime's whole API (docs/security.md).
 //   kubelet PodResources v1 List: each container's devices per resource, mapped to RDMA devices
 //     (SR-IOV VFs by PCI address, device_ids.h); listed at most once per refresh-interval.
 //
@@ -17,8 +23,10 @@
 // kernel QPs only to a reader in the initial one (rdma_is_visible_in_pid_ns): in a container the
 // exporter needs the host's PID namespace (hostPID) and the host's /proc (--path.procfs), or it
 // sees only its own namespace's QPs.
+#include <algorithm>
 #include <chrono>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -29,6 +37,8 @@
 #include <unordered_map>
 
 #include "collectors/workload/device_ids.h"
+#include "collectors/workload/kube_names.h"
+#include "collectors/workload/module/kube_api.h"
 #include "collectors/workload/module/workload_api.h"
 #include "exporter/collector.h"
 #include "sources/cgroup/workload_path.h"
@@ -45,7 +55,7 @@ using exporter::MetricSink;
 
 constexpr const char* kPodHelp =
     "Queue pairs held by processes of a Kubernetes pod's container (pod UID and container ID from the process's "
-    "cgroup; namespace, pod and container names from the CRI when configured, else empty), by device and port "
+    "cgroup; namespace, pod and container names from the Kubernetes API or the CRI, else empty), by device and port "
     "(port 0: not bound yet).";
 constexpr const char* kAllocationHelp =
     "RDMA devices allocated to a container by a device plugin (kubelet PodResources API): SR-IOV VFs by PCI "
@@ -62,6 +72,10 @@ constexpr const char* kUnattributedHelp =
 constexpr const char* kKernelHelp =
     "Queue pairs owned by the kernel (owner: the kernel module, e.g. ib_core for QP0/QP1, rdma_cm, ib_ipoib), by "
     "device and port (port 0: not bound yet).";
+constexpr const char* kApiUpHelp =
+    "Whether the Kubernetes API answered the last list of this node's pods (1), or could not be reached (0); "
+    "only when the workload collector takes its names from the API.";
+constexpr const char* kApiPodsHelp = "Pods of this node in the last good list from the Kubernetes API.";
 constexpr const char* kResourcesHelp =
     "Resources the kernel's RDMA resource tracker counts on a device (qp, cq, mr, pd, cm_id, ctx, srq), user and "
     "kernel together.";
@@ -77,9 +91,13 @@ struct Key {
 };
 constexpr WorkloadKind kKernel = static_cast<WorkloadKind>(0xff);
 
+enum class NamesFrom { kNone, kCri, kKubernetes };
+
 struct Settings {
   std::string procfs;
-  std::string cri_socket;           // empty: no names
+  NamesFrom names = NamesFrom::kNone;
+  KubeConfig kube;                  // names == kKubernetes
+  std::string cri_socket;           // names == kCri
   std::string podresources_socket;  // empty: no allocations
   std::chrono::milliseconds refresh{30000};
 };
@@ -93,10 +111,19 @@ class WorkloadCollector final : public exporter::Collector {
   using Clock = std::chrono::steady_clock;
 
   explicit WorkloadCollector(Settings s) : s_(std::move(s)) {
-    if (!s_.cri_socket.empty() || !s_.podresources_socket.empty()) api_ = &::rdma::workload::workload_api();
+    if (s_.names == NamesFrom::kCri || !s_.podresources_socket.empty()) api_ = &::rdma::workload::workload_api();
+    if (s_.names == NamesFrom::kKubernetes) kube_ = std::make_unique<KubeNames>(s_.kube, ::rdma::workload::kube_api());
+  }
+
+  void start() override {
+    if (kube_) kube_->start();
+  }
+  void stop() override {
+    if (kube_) kube_->stop();
   }
 
   void collect(const exporter::ScrapeContext& ctx, MetricSink& out) override {
+    if (kube_) kube_state(ctx, out);
     if (!s_.podresources_socket.empty()) allocations(ctx, out);
     if (ctx.host.devices.empty()) return;
     if (!client_) {
@@ -143,7 +170,11 @@ class WorkloadCollector final : public exporter::Collector {
         ++qps[k];
       }
     }
-    if (!s_.cri_socket.empty()) resolve_names(ctx, qps);
+    if (s_.names == NamesFrom::kCri) resolve_names(ctx, qps);
+    if (kube_ && std::any_of(qps.begin(), qps.end(), [&](const auto& q) {
+          return q.first.kind == WorkloadKind::kPod && !find_name(q.first.a, q.first.b);
+        }))
+      kube_->refresh_soon();
     for (const auto& [k, n] : qps) {
       Labels l{{"device", k.device}, {"port", k.port}};
       switch (k.kind) {
@@ -203,12 +234,29 @@ class WorkloadCollector final : public exporter::Collector {
 
   // A container's names by its ID; a pod-level process's (no container ID) by the pod UID.
   const ::rdma::workload::ContainerName* find_name(const std::string& pod_uid, const std::string& container_id) const {
+    const auto& containers = kube_names_ ? kube_names_->containers : containers_;
+    const auto& pods = kube_names_ ? kube_names_->pods : pods_;
     if (!container_id.empty()) {
-      auto it = containers_.find(container_id);
-      return it == containers_.end() ? nullptr : &it->second;
+      auto it = containers.find(container_id);
+      return it == containers.end() ? nullptr : &it->second;
     }
-    auto it = pods_.find(pod_uid);
-    return it == pods_.end() ? nullptr : &it->second;
+    auto it = pods.find(pod_uid);
+    return it == pods.end() ? nullptr : &it->second;
+  }
+
+  // This scrape's snapshot of the API's names, its failures since the last scrape (counted and
+  // logged once per cause) and whether the API is reachable (state: a gauge and one log line).
+  void kube_state(const exporter::ScrapeContext& ctx, MetricSink& out) {
+    auto st = kube_->take();
+    kube_names_ = st.names ? st.names : std::make_shared<const KubeNamesSnapshot>();
+    for (const auto& [key, f] : st.failures)
+      for (std::uint64_t i = 0; i < f.count; ++i) ctx.errors.report(key.first, key.second, f.message);
+    if (st.reachable) {
+      ctx.errors.capability("kubernetes_api", s_.kube.api, *st.reachable,
+                            st.unreachable_why + "; pod series keep their IDs, with the names of the last good list");
+      out.gauge("rdma_workload_kubernetes_api_up", kApiUpHelp, {}, *st.reachable ? 1 : 0);
+    }
+    out.gauge_u64("rdma_workload_kubernetes_pods", kApiPodsHelp, {}, st.pods);
   }
 
   bool due(const std::optional<Clock::time_point>& last) const { return !last || Clock::now() - *last >= s_.refresh; }
@@ -255,6 +303,8 @@ class WorkloadCollector final : public exporter::Collector {
 
   Settings s_;
   const ::rdma::workload::WorkloadApi* api_ = nullptr;
+  std::unique_ptr<KubeNames> kube_;
+  std::shared_ptr<const KubeNamesSnapshot> kube_names_;  // this scrape's
   std::unique_ptr<netlink::Client> client_;
   std::unordered_map<std::string, ::rdma::workload::ContainerName> containers_;  // by container ID
   std::unordered_map<std::string, ::rdma::workload::ContainerName> pods_;        // by pod UID
@@ -262,31 +312,93 @@ class WorkloadCollector final : public exporter::Collector {
   std::vector<::rdma::workload::Allocation> allocations_;
 };
 
+// The API server the pod runs against: the setting, else the in-cluster Service address the kubelet
+// puts in every container's environment.
+std::string api_from_env() {
+  const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
+  if (!host || !*host) return {};
+  const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
+  std::string h = host;
+  if (h.find(':') != std::string::npos) h = "[" + h + "]";  // an IPv6 Service address
+  return "https://" + h + ":" + (port && *port ? port : "443");
+}
+
+Settings settings_of(const exporter::CollectorSettings& s, const exporter::GlobalContext& g) {
+  Settings st;
+  st.procfs = g.procfs_root;
+  st.cri_socket = s.string("cri-socket");
+  st.podresources_socket = s.string("podresources-socket");
+  st.refresh = s.duration("refresh-interval");
+  st.kube.api = s.string("kubernetes-api");
+  if (st.kube.api.empty()) st.kube.api = api_from_env();
+  st.kube.node = s.string("node-name");
+  if (const char* n = std::getenv("NODE_NAME"); st.kube.node.empty() && n) st.kube.node = n;
+  st.kube.token_file = s.string("kubernetes-token-file");
+  st.kube.ca_file = s.string("kubernetes-ca-file");
+  // At least a second between lists whatever is asked (0 would make the thread spin).
+  st.kube.period = std::max<std::chrono::milliseconds>(st.refresh, std::chrono::seconds(1));
+  const std::string names = s.choice("names", {"auto", "kubernetes", "cri", "none"});
+  if (names == "cri" || (names == "auto" && !st.cri_socket.empty())) st.names = NamesFrom::kCri;
+  else if (names == "kubernetes" || (names == "auto" && !st.kube.api.empty() && !st.kube.node.empty()))
+    st.names = NamesFrom::kKubernetes;
+  if (st.names == NamesFrom::kCri && st.cri_socket.empty()) throw s.error("names", "cri needs cri-socket");
+  if (st.names == NamesFrom::kKubernetes) {
+    if (st.kube.api.empty())
+      throw s.error("names", "kubernetes needs kubernetes-api or KUBERNETES_SERVICE_HOST in the environment");
+    if (st.kube.api.rfind("https://", 0) != 0) throw s.error("kubernetes-api", "must be an https:// URL");
+    if (!cgroup::is_dns_subdomain(st.kube.node))
+      throw s.error("names", "kubernetes needs this node's name (node-name, or NODE_NAME from the downward API), "
+                             "a DNS subdomain; got '" + st.kube.node + "'");
+  }
+  return st;
+}
+
 }  // namespace
 
 RDMA_REGISTER_COLLECTOR({
     .name = "workload",
     .help = "Which pod/container, Slurm job/step or systemd unit holds queue pairs on each device and port (RDMA "
             "netlink resource tracking + /proc/<pid>/cgroup; needs the host's PID namespace), with names from the "
-            "CRI and device allocations from the kubelet when their sockets are set.",
+            "Kubernetes API (or the CRI socket) and device allocations from the kubelet.",
     .enabled_by_default = false,
-    .settings = {{"cri-socket", exporter::OptionType::kString, "",
+    .settings = {{"names", exporter::OptionType::kString, "auto",
+                  "Where pod, namespace and container names come from: kubernetes (the API server: the pods of "
+                  "this node, read-only), cri (the container runtime's socket, cri-socket: its whole API, see "
+                  "docs/security.md), none, or auto: cri when cri-socket is set, else kubernetes when the API "
+                  "and this node's name are known, else none."},
+                 {"kubernetes-api", exporter::OptionType::kString, "",
+                  "The API server's https:// URL; empty: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT."},
+                 {"kubernetes-token-file", exporter::OptionType::kString,
+                  "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                  "The service account token sent as the bearer token (read again before each list)."},
+                 {"kubernetes-ca-file", exporter::OptionType::kString,
+                  "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
+                  "The CA the API server's certificate must chain to."},
+                 {"node-name", exporter::OptionType::kString, "",
+                  "This node's name as the API knows it; empty: $NODE_NAME (the downward API's spec.nodeName)."},
+                 {"cri-socket", exporter::OptionType::kString, "",
                   "CRI runtime socket (e.g. /run/containerd/containerd.sock, /var/run/crio/crio.sock) for pod, "
-                  "namespace and container names; empty: pod UIDs and container IDs only."},
+                  "namespace and container names (names: cri, or auto); empty: none. Grants the runtime's whole "
+                  "API to this process (docs/security.md)."},
                  {"podresources-socket", exporter::OptionType::kString, "",
                   "kubelet PodResources socket (e.g. /var/lib/kubelet/pod-resources/kubelet.sock) for "
                   "rdma_device_allocation_info; empty: off."},
                  {"refresh-interval", exporter::OptionType::kDuration, "30s",
-                  "Least time between two CRI listings (made only when a scrape meets an unknown pod or container) "
-                  "and between two PodResources listings."}},
+                  "Period of the Kubernetes API's pod list (one early list per period when a scrape meets an "
+                  "unknown pod); least time between two CRI listings (made only when a scrape meets an unknown "
+                  "pod or container) and between two PodResources listings."}},
     .create = [](const exporter::CollectorSettings& s, const exporter::GlobalContext& g)
         -> std::unique_ptr<exporter::Collector> {
-      Settings st{g.procfs_root, s.string("cri-socket"), s.string("podresources-socket"), s.duration("refresh-interval")};
+      Settings st = settings_of(s, g);
+      const NamesFrom names = st.names;
       try {
         return std::make_unique<WorkloadCollector>(std::move(st));
       } catch (const std::runtime_error& e) {
-        // A socket is set but the gRPC module is missing: say so at start, not at every scrape.
-        throw s.error(st.cri_socket.empty() ? "podresources-socket" : "cri-socket", e.what());
+        // A module is missing: say so at start, not at every scrape.
+        throw s.error(names == NamesFrom::kKubernetes ? "names"
+                      : names == NamesFrom::kCri      ? "cri-socket"
+                                                      : "podresources-socket",
+                      e.what());
       }
     },
 });

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What the rendered manifests must say (security review and wiring), beyond schema validity.
 
-usage: check_k8s.py BASE.yaml OVERLAY.yaml EXPORTER_BINARY REPO_ROOT [PROBER.yaml]
+usage: check_k8s.py BASE.yaml OVERLAY.yaml EXPORTER_BINARY REPO_ROOT [PROBER.yaml [CRI_OVERLAY.yaml]]
 The ConfigMaps' rdma_exporter.yml are loaded by the real exporter (it must start and answer
 /healthz on loopback), and the dashboards ConfigMaps must hold the files of dashboards/."""
 import json
@@ -17,6 +17,7 @@ import yaml
 
 base_f, overlay_f, exporter, root = sys.argv[1:5]
 prober_f = sys.argv[5] if len(sys.argv) > 5 else None
+cri_f = sys.argv[6] if len(sys.argv) > 6 else None
 errors = []
 
 
@@ -47,8 +48,11 @@ def check_common(objs, variant):
     c = pod["containers"][0]
     sc = c.get("securityContext", {})
     p = variant + ": "
+    cluster_scoped = ("Namespace", "ClusterRole", "ClusterRoleBinding")
     check(all(o["metadata"].get("namespace") == "rdma-exporter"
-              for (k, _), o in objs.items() if k != "Namespace"), p + "every object in namespace rdma-exporter")
+              for (k, _), o in objs.items() if k not in cluster_scoped), p + "every object in namespace rdma-exporter")
+    check(not any("namespace" in o["metadata"] for (k, _), o in objs.items() if k in cluster_scoped[1:]),
+          p + "cluster-scoped RBAC objects carry no namespace")
     check(pod.get("hostNetwork") is True, p + "hostNetwork")
     check(pod.get("dnsPolicy") == "ClusterFirstWithHostNet", p + "dnsPolicy ClusterFirstWithHostNet")
     check(pod.get("priorityClassName") == "system-node-critical", p + "priorityClassName")
@@ -97,8 +101,9 @@ def check_common(objs, variant):
     return ds, pod, c, cm
 
 
-def exporter_loads(config_text, what):
-    """The config starts the real exporter (flags override listen address and sysfs)."""
+def exporter_loads(config_text, what, env=None, args=()):
+    """The config starts the real exporter (flags override listen address and sysfs); env: what the
+    pod's environment adds (the kubelet's KUBERNETES_SERVICE_*, the downward API's NODE_NAME)."""
     with tempfile.TemporaryDirectory() as tmp:
         cfg = os.path.join(tmp, "rdma_exporter.yml")
         open(cfg, "w").write(config_text)
@@ -108,7 +113,8 @@ def exporter_loads(config_text, what):
         s.close()
         log = open(os.path.join(tmp, "log"), "w+")
         proc = subprocess.Popen([exporter, "--config.file=" + cfg, "--web.listen-address=127.0.0.1:%d" % port,
-                                 "--path.sysfs=" + tmp], stdout=log, stderr=subprocess.STDOUT)
+                                 "--path.sysfs=" + tmp, *args], stdout=log, stderr=subprocess.STDOUT,
+                                env={**os.environ, **(env or {})})
         ok = False
         try:
             for _ in range(100):
@@ -152,12 +158,73 @@ check(proc_mounts and ocfg.get("path", {}).get("procfs") == proc_mounts[0]["moun
       "rdma-devices: path.procfs is the host /proc mount")
 wl = ocfg.get("collectors", {}).get("workload", {})
 ro = {m["mountPath"] for m in c.get("volumeMounts", []) if m.get("readOnly") is True}
-for key in ("cri_socket", "podresources_socket"):
+for key in ("podresources_socket",):
     check(any(str(wl.get(key, "")).startswith(d + "/") for d in ro), "rdma-devices: %s under a read-only mount" % key)
+# Least privilege for the names: the Kubernetes API with a read-only role, never the container
+# runtime's socket by default (it serves the runtime's whole API: a privileged container = root).
+RUNTIME_SOCKET_DIRS = ("/run/containerd", "/var/run/containerd", "/run/crio", "/var/run/crio", "/run/docker",
+                       "/var/run/docker", "/run/docker.sock", "/var/run/docker.sock", "/run", "/var/run",
+                       "/run/k3s/containerd", "/var/run/cri-dockerd.sock")
+
+
+def runtime_mounts(pod):
+    return [v["name"] for v in pod.get("volumes", [])
+            if v.get("hostPath", {}).get("path", "").rstrip("/") in RUNTIME_SOCKET_DIRS]
+
+
+def token_volume(pod, c):
+    """The projected service account token, its mount and the RBAC that lets it read pods."""
+    vols = {v["name"]: v for v in pod.get("volumes", [])}
+    for m in c.get("volumeMounts", []):
+        if m["mountPath"] == "/var/run/secrets/kubernetes.io/serviceaccount":
+            return vols.get(m["name"], {}), m
+    return {}, {}
+
+
+check(wl.get("names") == "kubernetes", "rdma-devices: workload names from the Kubernetes API")
+check("cri_socket" not in wl, "rdma-devices: no CRI socket configured")
+check(not runtime_mounts(pod), "rdma-devices: no container runtime socket mounted (%s)" % runtime_mounts(pod))
+tv, tm = token_volume(pod, c)
+srcs = tv.get("projected", {}).get("sources", [])
+check(any("serviceAccountToken" in x for x in srcs) and tm.get("readOnly") is True,
+      "rdma-devices: the service account token projected read-only at the in-cluster path")
+check(any(x.get("configMap", {}).get("name") == "kube-root-ca.crt" for x in srcs), "rdma-devices: the cluster CA")
+check(any(e.get("name") == "NODE_NAME" and e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "spec.nodeName"
+          for e in c.get("env", [])), "rdma-devices: NODE_NAME from the downward API")
+role = overlay.get(("ClusterRole", "rdma-exporter-pod-reader"), {})
+check(role.get("rules") == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}],
+      "rdma-devices: ClusterRole reads pods only (get/list/watch), got %s" % role.get("rules"))
+binding = overlay.get(("ClusterRoleBinding", "rdma-exporter-pod-reader"), {})
+check(binding.get("roleRef", {}).get("name") == "rdma-exporter-pod-reader" and
+      binding.get("subjects") == [{"kind": "ServiceAccount", "name": pod.get("serviceAccountName"),
+                                   "namespace": "rdma-exporter"}],
+      "rdma-devices: the ClusterRole is bound to the DaemonSet's service account")
+check(not [o for (k, _), o in overlay.items() if k in ("Role", "RoleBinding")] and
+      [k for (k, _) in overlay if k == "ClusterRole"] == ["ClusterRole"],
+      "rdma-devices: no other role")
+check(not [k for (k, _) in base if k in ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")],
+      "base: no RBAC (reads sysfs only)")
+check(not token_volume(one(base, "DaemonSet")["spec"]["template"]["spec"],
+                       one(base, "DaemonSet")["spec"]["template"]["spec"]["containers"][0])[1],
+      "base: no service account token mounted")
 base_mounts = one(base, "DaemonSet")["spec"]["template"]["spec"]["containers"][0].get("volumeMounts", [])
 check(not any(m["mountPath"].startswith(("/host/run", "/var/lib/kubelet", "/host/proc")) for m in base_mounts),
       "base: no CRI or PodResources socket, no host /proc")
-exporter_loads(cm["data"]["rdma_exporter.yml"], "rdma-devices ConfigMap")
+POD_ENV = {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": "1", "NODE_NAME": "node-a"}
+exporter_loads(cm["data"]["rdma_exporter.yml"], "rdma-devices ConfigMap", env=POD_ENV)
+
+if cri_f:
+    # The opt-in CRI overlay: rdma-devices plus the runtime socket, names from it (flags).
+    cri = load(cri_f)
+    ds, cpod, cc, ccm = check_common(cri, "rdma-devices-cri")
+    check(runtime_mounts(cpod) != [], "rdma-devices-cri: the runtime socket's directory is mounted")
+    check("--collector.workload.names=cri" in cc.get("args", []), "rdma-devices-cri: names from the CRI")
+    sock = [a.split("=", 1)[1] for a in cc.get("args", []) if a.startswith("--collector.workload.cri-socket=")]
+    cro = {m["mountPath"] for m in cc.get("volumeMounts", []) if m.get("readOnly") is True}
+    check(len(sock) == 1 and any(sock[0].startswith(d + "/") for d in cro),
+          "rdma-devices-cri: cri-socket under a read-only mount")
+    exporter_loads(ccm["data"]["rdma_exporter.yml"], "rdma-devices-cri ConfigMap", env=POD_ENV,
+                   args=[a for a in cc.get("args", []) if not a.startswith("--config.file")])
 exporter_loads(open(os.path.join(root, "deploy", "rdma_exporter.yml")).read(), "deploy/rdma_exporter.yml")
 
 
@@ -197,7 +264,8 @@ def check_prober(objs):
     with tempfile.TemporaryDirectory() as tmp:
         secret = os.path.join(tmp, "secret")
         open(secret, "w").write("test-secret\n")
-        exporter_loads(cm["data"]["rdma_exporter.yml"].replace(pr.get("secret_file", "\0"), secret), "prober ConfigMap")
+        exporter_loads(cm["data"]["rdma_exporter.yml"].replace(pr.get("secret_file", "\0"), secret), "prober ConfigMap",
+                       env=POD_ENV)
 
 
 if prober_f:

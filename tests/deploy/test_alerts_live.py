@@ -25,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
 from exporter_harness import SYSFS_GEN, Exporter, Prometheus, take_exporter_arg, write_tree  # noqa: E402
-from workload_doubles import Doubles  # noqa: E402
+from workload_doubles import Doubles, KubeApiDouble  # noqa: E402
 
 EXPORTER = take_exporter_arg()
 RULES = os.path.join(REPO, "deploy", "prometheus", "rdma-exporter.rules.yml")
@@ -90,14 +90,18 @@ class AlertsLive(unittest.TestCase):
             ticker = subprocess.Popen([sys.executable, SYSFS_GEN, trees["demo"], "--tick", "--interval", "1"],
                                       stdout=subprocess.DEVNULL)
             exporters = []
-            # The overlay's workload collector asks the kubelet's PodResources and the runtime's
-            # CRI sockets, which a Kubernetes node has: protocol doubles stand in for them here
-            # (no pods), so that the overlay runs as on a healthy node.
-            doubles = Doubles(tmp, {"pod_resources": []}, podresources=os.path.join(tmp, "kubelet.sock"),
-                              cri=os.path.join(tmp, "containerd.sock"))
+            # The overlay's workload collector asks the kubelet's PodResources socket and the
+            # Kubernetes API for this node's pods, which a Kubernetes node has: protocol doubles
+            # stand in for them here (no pods), so that the overlay runs as on a healthy node.
+            doubles = Doubles(tmp, {"pod_resources": []}, podresources=os.path.join(tmp, "kubelet.sock"))
+            token = os.path.join(tmp, "sa-token")
+            with open(token, "w") as f:
+                f.write("sa-token\n")
+            kube = KubeApiDouble(tmp, {"kind": "PodList", "apiVersion": "v1", "items": []}, "sa-token", "node-a")
             node_sockets = {"kustomize-rdma-devices": [
                 f"--collector.workload.podresources-socket={os.path.join(tmp, 'kubelet.sock')}",
-                f"--collector.workload.cri-socket={os.path.join(tmp, 'containerd.sock')}"]}
+                f"--collector.workload.kubernetes-api={kube.url}", f"--collector.workload.kubernetes-ca-file={kube.ca}",
+                f"--collector.workload.kubernetes-token-file={token}", "--collector.workload.node-name=node-a"]}
             try:
                 targets = [(f"demo/{name}", "demo", cfg) for name, cfg in CONFIGS.items()]
                 targets += [("fixtures/deb", "fixtures", CONFIGS["deb"]), ("bench/deb", "bench", CONFIGS["deb"])]
@@ -113,6 +117,7 @@ class AlertsLive(unittest.TestCase):
                 for e in exporters:
                     e.stop()
                 doubles.stop()
+                kube.stop()
                 ticker.terminate()
                 ticker.wait(timeout=10)
 

@@ -24,7 +24,8 @@ const typeImport = (apiVersion, kind) => {
   if (apiVersion === "monitoring.coreos.com/v1")
     return [`@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/${kind}`, `I${kind}`];
   const [group, version] = apiVersion.includes("/") ? apiVersion.split("/") : ["core", apiVersion];
-  return [`kubernetes-types/${group}/${version}`, kind];
+  // kubernetes-types names a group's folder by its first label (rbac.authorization.k8s.io -> rbac).
+  return [`kubernetes-types/${group.split(".")[0]}/${version}`, kind];
 };
 
 let failures = 0;

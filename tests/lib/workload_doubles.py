@@ -38,3 +38,48 @@ class Doubles:
 
     def stop(self):
         stop_process(self.proc)
+
+
+KUBE_DOUBLE = os.path.join(os.path.dirname(DOUBLES), "kube_api_double.py")
+
+
+class KubeApiDouble:
+    """The Kubernetes API server's pod list over HTTPS on 127.0.0.1 (tests/workload/kube_api_double.py),
+    accepting `token` for `node`. Its CA is `self.ca`, its URL `self.url`; set_body() and
+    set_token() change what it serves and accepts from the next request on; requests() is what it
+    was asked (one dict per request: path, query, token_ok, status)."""
+
+    def __init__(self, tmp, body, token, node):
+        self.dir = os.path.join(tmp, "kube-api")
+        os.makedirs(self.dir, exist_ok=True)
+        self.body, self.token, self.log = (os.path.join(self.dir, n) for n in ("body", "token", "requests"))
+        self.set_body(body)
+        self.set_token(token)
+        self.ca = os.path.join(self.dir, "ca.crt")
+        self.proc = subprocess.Popen([PYTHON, KUBE_DOUBLE, "--dir", self.dir, "--body", self.body, "--token-file",
+                                      self.token, "--node", node, "--log", self.log], stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline().split()
+        if len(line) != 2 or line[0] != "ready":
+            stop_process(self.proc)
+            raise AssertionError("Kubernetes API double did not start: %s" % line)
+        self.url = "https://127.0.0.1:" + line[1]
+
+    def set_body(self, body):
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        with open(self.body + ".new", "wb") as f:
+            f.write(data)
+        os.replace(self.body + ".new", self.body)
+
+    def set_token(self, token):
+        with open(self.token + ".new", "w") as f:
+            f.write(token + "\n")
+        os.replace(self.token + ".new", self.token)
+
+    def requests(self):
+        if not os.path.exists(self.log):
+            return []
+        with open(self.log) as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    def stop(self):
+        stop_process(self.proc)

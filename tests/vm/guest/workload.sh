@@ -9,8 +9,11 @@
 #   none   the root cgroup: unattributed                                 rxe0: 1, rxe1: 1
 # A CRI double and a PodResources double (tests/workload/grpc_doubles.py, from the pinned .proto
 # files) answer with the pod's names and an allocation of rxe1.
+# A Kubernetes API double (tests/workload/kube_api_double.py, HTTPS) answers with the same names:
+# the default source, without the CRI socket; names the API server could not have written (escaped
+# non-DNS, raw invalid UTF-8) leave the scrape valid for promtool.
 # Checks: each is reported on the right device and port with its pod UID/container ID (and the
-# CRI's names, listed once for many scrapes), job/step or unit; every QP `rdma resource show qp` lists is counted once (kernel ones apart); the device
+# CRI's names, listed once for many scrapes, or the API's), job/step or unit; every QP `rdma resource show qp` lists is counted once (kernel ones apart); the device
 # resource counts equal `rdma resource show`; no collector errors; when the pod's process exits,
 # its series go and the others stay. Figures (no check): the collector's time per scrape with
 # 1,000 QPs, and the daemon's RSS with and without the collector.
@@ -128,6 +131,66 @@ scrape "$WORK/s1b"
 scrape "$WORK/s1c"
 n=$(grep -c '^ListContainers$' "$WORK/calls")
 ((n == 1)) && ok "three scrapes, one CRI listing (names cached)" || bad "$n CRI ListContainers calls in three scrapes"
+
+section "names from the Kubernetes API (the default; no CRI socket)"
+# The API server's pod list over HTTPS (tests/workload/kube_api_double.py: its own CA, the bearer
+# token, the node field selector): the same pod on this node, another on another node. One exporter
+# listing every second; the body is switched under it (each python3 start costs seconds under TCG).
+KUBE=$(dirname "$0")/../../workload/kube_api_double.py
+NODE=vm-node-0
+/usr/bin/python3 "$KUBE" --pod-list "$NODE" "$POD_UID" training llm-0 "$CID" worker "$WORK/pods"
+cp "$WORK/pods.json" "$WORK/body.json"
+echo kube-token-1 >"$WORK/kube-token"
+mkdir -p "$WORK/kube"
+/usr/bin/python3 "$KUBE" --dir "$WORK/kube" --body "$WORK/body.json" --token-file "$WORK/kube-token" --node "$NODE" \
+  --log "$WORK/kube.log" >"$WORK/kube.out" 2>&1 &
+KUBE_PID=$!
+for i in $(seq 600); do grep -q '^ready' "$WORK/kube.out" && break; sleep 0.1; done
+KUBE_PORT=$(awk '/^ready/ { print $2 }' "$WORK/kube.out")
+[[ -n "$KUBE_PORT" ]] || fatal "Kubernetes API double did not start: $(cat "$WORK/kube.out")"
+stop_exporter
+start_exporter --collector.disable-defaults --collector.workload --path.procfs=/proc \
+  "--collector.workload.kubernetes-api=https://127.0.0.1:$KUBE_PORT" "--collector.workload.kubernetes-ca-file=$WORK/kube/ca.crt" \
+  "--collector.workload.kubernetes-token-file=$WORK/kube-token" "--collector.workload.node-name=$NODE" \
+  --collector.workload.refresh-interval=1s
+# wait_for FILE WHAT NAME [label=value]...: scrapes into FILE until the sample exists (at most 30 s)
+wait_for() {
+  local file=$1 what=$2 i
+  shift 2
+  for i in $(seq 100); do
+    scrape "$file"
+    _lookup "$file" "$@"
+    ((${#_FOUND[@]})) && return 0
+    sleep 0.3
+  done
+  bad "$what: no $* in 30 s"
+}
+promtool_ok() {
+  promtool check metrics <"$1" >"$WORK/promtool" 2>&1 && ok "promtool check metrics ($2)" || { bad "promtool ($2)"; cat "$WORK/promtool"; }
+}
+wait_for "$WORK/k1" "first list" rdma_workload_kubernetes_pods
+expect_value "$WORK/k1" 1 rdma_workload_kubernetes_api_up
+expect_value "$WORK/k1" 1 rdma_workload_kubernetes_pods
+expect_value "$WORK/k1" 1 rdma_workload_pod_qps device=rxe0 port=1 "${P[@]}"
+expect_value "$WORK/k1" 1 rdma_workload_pod_qps device=rxe1 port=1 "${P[@]}"
+[[ "$(errors "$WORK/k1")" == 0 ]] && ok "no workload errors" || bad "workload errors: $(errors "$WORK/k1")"
+grep -q '"fieldSelector": \["spec.nodeName='"$NODE"'"\]' "$WORK/kube.log" && ! grep -q '"token_ok": false' "$WORK/kube.log" \
+  && ok "listed this node's pods with the token" || bad "API requests: $(cat "$WORK/kube.log")"
+grep -q -e libgrpc -e rdma_exporter_workload "/proc/$EXPORTER_PID/maps" && bad "gRPC mapped for API names" \
+  || ok "no gRPC (CRI) module mapped for API names"
+promtool_ok "$WORK/k1" "names from the API"
+# A container name the API server could not have written, escaped (valid UTF-8, not a DNS label):
+# dropped, the pod's names kept.
+cp "$WORK/pods-escaped.json" "$WORK/body.new" && mv "$WORK/body.new" "$WORK/body.json"
+wait_for "$WORK/k2" "escaped name dropped" rdma_workload_pod_qps device=rxe0 port=1 namespace=training pod=llm-0 container=
+promtool_ok "$WORK/k2" "an escaped non-DNS container name"
+# Raw bytes ff fe (not UTF-8): the list is rejected whole and counted, the last good names stay.
+cp "$WORK/pods-raw.json" "$WORK/body.new" && mv "$WORK/body.new" "$WORK/body.json"
+wait_for "$WORK/k3" "a list that is not UTF-8 counted" rdma_exporter_collector_errors_total collector=workload \
+  reason=kubernetes_decode
+expect_value "$WORK/k3" 1 rdma_workload_pod_qps device=rxe0 port=1 namespace=training pod=llm-0 container=
+promtool_ok "$WORK/k3" "raw invalid UTF-8 in a container name"
+kill "$KUBE_PID"; wait "$KUBE_PID" 2>/dev/null
 
 section "an exiting process takes its series with it"
 kill "${PID[pod]}"; wait "${PID[pod]}" 2>/dev/null; unset 'PID[pod]'
