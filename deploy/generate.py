@@ -279,6 +279,57 @@ def dash_port():
     ]
 
 
+# --------------------------------------------------------------------------------------------
+# Port detail, "Physical layer" row: optics and NIC health (collector nic_health). Its own block,
+# appended to dash_port() without editing it; other physical-layer panels (flaps, FEC/BER, PCIe)
+# belong in the same row.
+# --------------------------------------------------------------------------------------------
+NETDEV_PORT = PORT  # the transceiver series carry device, port (and netdev) like the port series
+DEVICE_SEL = JOB + ', device=~"$device"'
+
+
+def physical_layer_optics_panels():
+    return [
+        row("Physical layer"),
+        ts("Transceiver temperature", [
+            target('rdma_transceiver_temperature_celsius{%s}' % NETDEV_PORT, "{{instance}} {{netdev}}"),
+            target('rdma_transceiver_temperature_threshold_celsius{%s, level="high_alarm"}' % NETDEV_PORT,
+                   "{{instance}} {{netdev}} high alarm")],
+            unit="celsius", desc="The module's temperature and its own high alarm threshold.", w=8),
+        ts("Rx optical power per lane", [
+            target('rdma_transceiver_rx_power_watts{%s}' % NETDEV_PORT, "{{instance}} {{netdev}} lane {{lane}}"),
+            target('rdma_transceiver_rx_power_threshold_watts{%s, level="low_alarm"}' % NETDEV_PORT,
+                   "{{instance}} {{netdev}} low alarm")],
+            unit="watt", desc="Received light per lane against the module's low alarm threshold.", w=8),
+        ts("Tx optical power and laser bias per lane", [
+            target('rdma_transceiver_tx_power_watts{%s}' % NETDEV_PORT, "{{instance}} {{netdev}} lane {{lane}} Tx power"),
+            target('rdma_transceiver_tx_bias_amperes{%s} * 1e3' % NETDEV_PORT, "{{instance}} {{netdev}} lane {{lane}} bias (mA)")],
+            desc="Tx power in W; the laser bias in mA (a rising bias at steady power: an ageing laser).", w=8),
+        table("Transceivers and their flags", [
+            target('rdma_transceiver_info{%s}' % NETDEV_PORT, instant=True, fmt="table"),
+            target('rdma_transceiver_flags{%s}' % NETDEV_PORT, instant=True, fmt="table")],
+            desc="Identity of each module and how many alarm, warning and fault flags it raises now.",
+            exclude=("Time", "__name__")),
+        ts("NIC temperatures (hwmon)", [
+            target('rdma_nic_temperature_celsius{%s}' % DEVICE_SEL, "{{instance}} {{device}} {{sensor}}")],
+            unit="celsius", desc="ASIC and module sensors the driver registers under the PCI function "
+                                 "(an InfiniBand port's module temperature).", w=12),
+        table("devlink health and firmware", [
+            target('rdma_devlink_health_reporter_healthy{%s}' % DEVICE_SEL, instant=True, fmt="table"),
+            target('rdma_devlink_version_info{%s, kind=~"running|stored"}' % DEVICE_SEL, instant=True, fmt="table")],
+            desc="Reporters (1 healthy, 0 in error) and running/stored firmware versions.", w=12,
+            exclude=("Time", "__name__")),
+    ]
+
+
+_dash_port_before_optics = dash_port
+
+
+def dash_port():  # noqa: F811 - the port dashboard, then the optics block of its Physical layer row
+    uid, title, tags, templ, panels = _dash_port_before_optics()
+    return uid, title, tags, templ, panels + physical_layer_optics_panels()
+
+
 def dash_roce():
     sel = PORT
     return "rdma-roce-congestion", "RDMA / RoCE congestion", ["roce"], variables(), [

@@ -185,7 +185,7 @@ TEST_CASE("kernel log: the fault table on mlx5 and core message formats, devices
   CHECK(nh::kmsg_message("6,1,2,-;text\n") == "text");
 }
 
-TEST_CASE("kernel log reader thread: counts records written after it started; an unreadable log is state", "[fixtures]") {
+TEST_CASE("kernel log reader thread: counts records written after it started, an unreadable log is state", "[fixtures]") {
   TempTree t("nic_health_kmsg");
   const std::string log = t.root() + "/kmsg";
   t.write("kmsg", "4,1,1,-;NETDEV WATCHDOG: old line before the start\n");

@@ -148,7 +148,7 @@ TEST_CASE("devlink dumps: an empty dump, an error answer, truncated and mutated 
   CHECK(devlink::decode_health_dump(no_name).error == ReadError::kMalformed);
 }
 
-TEST_CASE("devlink dev info: driver, serial and fixed/running/stored versions; a pending update", "[unit]") {
+TEST_CASE("devlink dev info: driver, serial, fixed/running/stored versions and a pending update", "[unit]") {
   auto same = devlink::decode_info_dump(concat({info_msg("0000:08:00.0", "28.39.1002", "28.39.1002"), done_msg()}));
   REQUIRE(same.ok());
   REQUIRE(same.value.size() == 1);

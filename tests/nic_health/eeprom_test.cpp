@@ -236,7 +236,7 @@ TEST_CASE("CMIS Tx bias multiplier scales the 2 uA unit up (CMIS 5.0 page 01h by
   CHECK(r.value.lanes[0].rx_power_watts);
 }
 
-TEST_CASE("module EEPROM: an SFP is named, not decoded; a short lower page is malformed", "[unit]") {
+TEST_CASE("module EEPROM: an SFP is named, not decoded, and a short lower page is malformed", "[unit]") {
   ModuleMemory m;
   m.lower.assign(128, 0);
   m.lower[0] = 0x03;
