@@ -279,6 +279,57 @@ def dash_port():
     ]
 
 
+# --------------------------------------------------------------------------------------------
+# Port detail, "Physical layer" row: optics and NIC health (collector nic_health). Its own block,
+# appended to dash_port() without editing it; other physical-layer panels (flaps, FEC/BER, PCIe)
+# belong in the same row.
+# --------------------------------------------------------------------------------------------
+NETDEV_PORT = PORT  # the transceiver series carry device, port (and netdev) like the port series
+DEVICE_SEL = JOB + ', device=~"$device"'
+
+
+def physical_layer_optics_panels():
+    return [
+        row("Physical layer"),
+        ts("Transceiver temperature", [
+            target('rdma_transceiver_temperature_celsius{%s}' % NETDEV_PORT, "{{instance}} {{netdev}}"),
+            target('rdma_transceiver_temperature_threshold_celsius{%s, level="high_alarm"}' % NETDEV_PORT,
+                   "{{instance}} {{netdev}} high alarm")],
+            unit="celsius", desc="The module's temperature and its own high alarm threshold.", w=8),
+        ts("Rx optical power per lane", [
+            target('rdma_transceiver_rx_power_watts{%s}' % NETDEV_PORT, "{{instance}} {{netdev}} lane {{lane}}"),
+            target('rdma_transceiver_rx_power_threshold_watts{%s, level="low_alarm"}' % NETDEV_PORT,
+                   "{{instance}} {{netdev}} low alarm")],
+            unit="watt", desc="Received light per lane against the module's low alarm threshold.", w=8),
+        ts("Tx optical power and laser bias per lane", [
+            target('rdma_transceiver_tx_power_watts{%s}' % NETDEV_PORT, "{{instance}} {{netdev}} lane {{lane}} Tx power"),
+            target('rdma_transceiver_tx_bias_amperes{%s} * 1e3' % NETDEV_PORT, "{{instance}} {{netdev}} lane {{lane}} bias (mA)")],
+            desc="Tx power in W; the laser bias in mA (a rising bias at steady power: an ageing laser).", w=8),
+        table("Transceivers and their flags", [
+            target('rdma_transceiver_info{%s}' % NETDEV_PORT, instant=True, fmt="table"),
+            target('rdma_transceiver_flags{%s}' % NETDEV_PORT, instant=True, fmt="table")],
+            desc="Identity of each module and how many alarm, warning and fault flags it raises now.",
+            exclude=("Time", "__name__")),
+        ts("NIC temperatures (hwmon)", [
+            target('rdma_nic_temperature_celsius{%s}' % DEVICE_SEL, "{{instance}} {{device}} {{sensor}}")],
+            unit="celsius", desc="ASIC and module sensors the driver registers under the PCI function "
+                                 "(an InfiniBand port's module temperature).", w=12),
+        table("devlink health and firmware", [
+            target('rdma_devlink_health_reporter_healthy{%s}' % DEVICE_SEL, instant=True, fmt="table"),
+            target('rdma_devlink_version_info{%s, kind=~"running|stored"}' % DEVICE_SEL, instant=True, fmt="table")],
+            desc="Reporters (1 healthy, 0 in error) and running/stored firmware versions.", w=12,
+            exclude=("Time", "__name__")),
+    ]
+
+
+_dash_port_before_optics = dash_port
+
+
+def dash_port():  # noqa: F811 - the port dashboard, then the optics block of its Physical layer row
+    uid, title, tags, templ, panels = _dash_port_before_optics()
+    return uid, title, tags, templ, panels + physical_layer_optics_panels()
+
+
 def dash_roce():
     sel = PORT
     return "rdma-roce-congestion", "RDMA / RoCE congestion", ["roce"], variables(), [
@@ -750,6 +801,122 @@ FIRING_VALUE = {
     "RdmaRoceOutOfSequenceHigh": "200", "RdmaRoceRetransmissionsHigh": "20", "RdmaFabricTransmitWaitHigh": "2M",
     "RdmaProbeLoss": "8.333%", "RdmaProbeRttHigh": "988.1us",
 }
+
+
+# --------------------------------------------------------------------------------------------
+# nic_health: transceivers, NIC temperatures, devlink health and firmware, kernel-log faults.
+# Its own group, added to alerts() without editing the table above.
+# --------------------------------------------------------------------------------------------
+NET = 'job="rdma-exporter", instance="node1", device="mlx5_0", port="1", netdev="eth2"'
+DL = 'job="rdma-exporter", instance="node1", device="mlx5_0", devlink="pci/0000:08:00.0"'
+NET_LABELS = {"instance": "node1", "device": "mlx5_0", "port": "1", "netdev": "eth2"}
+# A module's own thresholds joined to its readings: one threshold series per (module, level).
+MODULE_ON = "on(job, instance, device, port, netdev)"
+
+
+def nic_health_alerts():
+    sel = C["selector"]
+    return ("rdma-nic-health", [
+        alert("RdmaTransceiverTemperatureHigh",
+              "rdma_transceiver_temperature_celsius{%s} > %s "
+              'rdma_transceiver_temperature_threshold_celsius{%s, level="high_alarm"}' % (sel, MODULE_ON, sel), "5m", "warning",
+              "Transceiver of {{ $labels.netdev }} ({{ $labels.device }}/{{ $labels.port }}) over its high temperature alarm",
+              "The module reads {{ $value }} °C, above the high alarm threshold it advertises itself.",
+              [("rdma_transceiver_temperature_celsius{%s}" % NET, "60x5 78x20"),
+               ('rdma_transceiver_temperature_threshold_celsius{%s, level="high_alarm"}' % NET, "75x25")],
+              [("rdma_transceiver_temperature_celsius{%s}" % NET, "70x25"),
+               ('rdma_transceiver_temperature_threshold_celsius{%s, level="high_alarm"}' % NET, "75x25")],
+              NET_LABELS),
+        # A lane that never had light in the last day (an unused port, a cable not yet plugged) is
+        # not an alert: only a lane whose Rx power fell below its low alarm after having been above.
+        alert("RdmaTransceiverRxPowerLow",
+              "rdma_transceiver_rx_power_watts{%(s)s} < %(on)s group_left() "
+              'rdma_transceiver_rx_power_threshold_watts{%(s)s, level="low_alarm"} '
+              "and max_over_time(rdma_transceiver_rx_power_watts{%(s)s}[1d]) > %(on)s group_left() "
+              'rdma_transceiver_rx_power_threshold_watts{%(s)s, level="low_alarm"}' % {"s": sel, "on": MODULE_ON},
+              "5m", "warning",
+              "Rx power of lane {{ $labels.lane }} of {{ $labels.netdev }} below its low alarm ({{ $labels.instance }})",
+              "Lane {{ $labels.lane }} receives {{ $value | humanize }}W, below the module's own low alarm threshold "
+              "(loss of signal, a dirty or broken fiber, or a failing far-end transmitter).",
+              [('rdma_transceiver_rx_power_watts{%s, lane="3"}' % NET, "0.0008x5 0x20"),
+               ('rdma_transceiver_rx_power_threshold_watts{%s, level="low_alarm"}' % NET, "0.00004x25")],
+              [('rdma_transceiver_rx_power_watts{%s, lane="3"}' % NET, "0x25"),
+               ('rdma_transceiver_rx_power_watts{%s, lane="2"}' % NET, "0.0008x25"),
+               ('rdma_transceiver_rx_power_threshold_watts{%s, level="low_alarm"}' % NET, "0.00004x25")],
+              dict(NET_LABELS, lane="3")),
+        alert("RdmaTransceiverTxFault",
+              'rdma_transceiver_lane_fault{%s, fault="tx_fault"} == 1' % sel, "5m", "warning",
+              "Transmitter fault on lane {{ $labels.lane }} of {{ $labels.netdev }} ({{ $labels.instance }})",
+              "The module reports a Tx fault on the lane: its laser or driver failed; replace the transceiver.",
+              [('rdma_transceiver_lane_fault{%s, lane="2", fault="tx_fault"}' % NET, "1x20")],
+              [('rdma_transceiver_lane_fault{%s, lane="2", fault="tx_fault"}' % NET, "1x2 _x18")],
+              dict(NET_LABELS, lane="2", fault="tx_fault")),
+        alert("RdmaNicTemperatureHigh",
+              "rdma_nic_temperature_celsius{%s} > on(job, instance, device, sensor) "
+              'rdma_nic_temperature_threshold_celsius{%s, kind="crit"}' % (sel, sel), "5m", "warning",
+              "{{ $labels.sensor }} of {{ $labels.device }} on {{ $labels.instance }} over its critical temperature",
+              "The driver's sensor {{ $labels.sensor }} reads {{ $value }} °C, above the limit the driver reports "
+              "(hwmon temp*_crit: the NIC or module throttles, then shuts down).",
+              [('rdma_nic_temperature_celsius{job="rdma-exporter", instance="node1", device="mlx5_0", sensor="Module0"}', "80x20"),
+               ('rdma_nic_temperature_threshold_celsius{job="rdma-exporter", instance="node1", device="mlx5_0", sensor="Module0", kind="crit"}', "75x20")],
+              [('rdma_nic_temperature_celsius{job="rdma-exporter", instance="node1", device="mlx5_0", sensor="Module0"}', "50x20"),
+               ('rdma_nic_temperature_threshold_celsius{job="rdma-exporter", instance="node1", device="mlx5_0", sensor="Module0", kind="crit"}', "75x20")],
+              {"instance": "node1", "device": "mlx5_0", "sensor": "Module0"}),
+        alert("RdmaDevlinkReporterError",
+              "rdma_devlink_health_reporter_healthy{%s} == 0" % sel, "5m", "critical",
+              "devlink reporter {{ $labels.reporter }} of {{ $labels.device }} in error ({{ $labels.instance }})",
+              "The driver's {{ $labels.reporter }} health reporter ({{ $labels.devlink }}) is in error and has not "
+              "recovered for 5 minutes.",
+              [('rdma_devlink_health_reporter_healthy{%s, reporter="fw_fatal"}' % DL, "0x20")],
+              [('rdma_devlink_health_reporter_healthy{%s, reporter="fw_fatal"}' % DL, "1x20")],
+              {"instance": "node1", "device": "mlx5_0", "devlink": "pci/0000:08:00.0", "reporter": "fw_fatal"}),
+        alert("RdmaDevlinkReporterErrorsRising",
+              "increase(rdma_devlink_health_reporter_errors_total{%s}[1h]) > 0" % sel, "0m", "warning",
+              "devlink reporter {{ $labels.reporter }} of {{ $labels.device }} counts errors ({{ $labels.instance }})",
+              "{{ $value | humanize }} {{ $labels.reporter }} errors in the last hour (recovered or not): "
+              "firmware asserts, TX timeouts or RX queue stalls the driver had to handle.",
+              [('rdma_devlink_health_reporter_errors_total{%s, reporter="tx"}' % DL, "0x10 2x20")],
+              [('rdma_devlink_health_reporter_errors_total{%s, reporter="tx"}' % DL, "2x30")],
+              {"instance": "node1", "device": "mlx5_0", "devlink": "pci/0000:08:00.0", "reporter": "tx"}),
+        alert("RdmaFirmwareUpdatePending",
+              "rdma_devlink_firmware_update_pending{%s} == 1" % sel, "1h", "info",
+              "Flashed firmware of {{ $labels.device }} waits for a reset ({{ $labels.instance }})",
+              "The stored firmware differs from the running one: it takes effect at the next reset or reboot.",
+              [("rdma_devlink_firmware_update_pending{%s}" % DL, "1x90")],
+              [("rdma_devlink_firmware_update_pending{%s}" % DL, "0x90")],
+              {"instance": "node1", "device": "mlx5_0", "devlink": "pci/0000:08:00.0"}, eval_at="80m"),
+        alert("RdmaFirmwareMixed",
+              'count by (job) (count by (job, value) (rdma_devlink_version_info{%s, kind="running", name="fw.version"})) > 1' % sel,
+              "1h", "info",
+              "{{ $value }} NIC firmware versions run in {{ $labels.job }}",
+              "Nodes run different NIC firmware versions (fw.version); list them with "
+              "count by (value) (rdma_devlink_version_info{kind=\"running\", name=\"fw.version\"}).",
+              [('rdma_devlink_version_info{%s, kind="running", name="fw.version", value="28.39.1002"}' % DL, "1x90"),
+               ('rdma_devlink_version_info{job="rdma-exporter", instance="node2", device="mlx5_0", devlink="pci/0000:08:00.0", kind="running", name="fw.version", value="28.40.1000"}', "1x90")],
+              [('rdma_devlink_version_info{%s, kind="running", name="fw.version", value="28.39.1002"}' % DL, "1x90"),
+               ('rdma_devlink_version_info{job="rdma-exporter", instance="node2", device="mlx5_0", devlink="pci/0000:08:00.0", kind="running", name="fw.version", value="28.39.1002"}', "1x90")],
+              {}, eval_at="80m"),
+        alert("RdmaKernelLogFaults",
+              "increase(rdma_kmsg_faults_total{%s}[10m]) > 0" % sel, "0m", "warning",
+              "Kernel log reports {{ $labels.fault }} on {{ $labels.instance }}",
+              "{{ $value | humanize }} kernel log lines matched {{ $labels.fault }} in 10 minutes "
+              "(device {{ $labels.device }}); see dmesg on the node.",
+              [('rdma_kmsg_faults_total{job="rdma-exporter", instance="node1", fault="cmd_timeout", device="mlx5_0"}', "0x10 3x10")],
+              [('rdma_kmsg_faults_total{job="rdma-exporter", instance="node1", fault="cmd_timeout", device="mlx5_0"}', "3x20")],
+              {"instance": "node1", "fault": "cmd_timeout", "device": "mlx5_0"}, eval_at="15m"),
+    ])
+
+
+FIRING_VALUE.update({
+    "RdmaTransceiverTemperatureHigh": "78", "RdmaTransceiverRxPowerLow": "0", "RdmaNicTemperatureHigh": "80",
+    "RdmaDevlinkReporterErrorsRising": "2", "RdmaFirmwareMixed": "2", "RdmaKernelLogFaults": "3",
+})
+
+_alerts_before_nic_health = alerts
+
+
+def alerts():  # noqa: F811 - the table above, then the nic_health group
+    return _alerts_before_nic_health() + [nic_health_alerts()]
 
 
 def render_template(text, labels, value):

@@ -85,6 +85,9 @@ def main():
     ap.add_argument("--node-exporter", default=shutil.which("prometheus-node-exporter") or "prometheus-node-exporter")
     ap.add_argument("--devices", type=int, default=16)
     ap.add_argument("--scrapes", type=int, default=300)
+    # More rdma_exporter flags (another collector beside port: --extra-flag=--collector.nic_health),
+    # to measure what it adds to the same scrape; their collection time is printed apart.
+    ap.add_argument("--extra-flag", action="append", default=[])
     a = ap.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -100,7 +103,8 @@ def main():
                                f"--web.listen-address=127.0.0.1:{ne_port}"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            with Exporter(a.exporter, f"--path.sysfs={root}", "--collector.disable-defaults", "--collector.port") as ex:
+            with Exporter(a.exporter, f"--path.sysfs={root}", "--collector.disable-defaults", "--collector.port",
+                          *a.extra_flag) as ex:
                 ne_url = f"http://127.0.0.1:{ne_port}/metrics"
                 for _ in range(50):  # wait for node_exporter
                     try:
@@ -110,6 +114,7 @@ def main():
                         time.sleep(0.1)
                 ours, theirs, collect, collect_port, floors, pread_floors = [], [], [], [], [], []
                 cycle_floors = []
+                extra_collect = {}  # --extra-flag collectors' own collection times
                 ours_c, theirs_c = Client(ex.url + "/metrics"), Client(ne_url)
                 for _ in range(10):  # warm-up
                     ours_c.scrape(), theirs_c.scrape()
@@ -122,6 +127,9 @@ def main():
                                       frozenset({("collector", "port")}))])
                     collect.append(float(s[("rdma_exporter_discovery_duration_seconds", frozenset())]) + port_s)
                     collect_port.append(port_s)
+                    for (name, labels), v in s.items():
+                        if name == "rdma_exporter_collector_scrape_duration_seconds" and ("collector", "port") not in labels:
+                            extra_collect.setdefault(dict(labels)["collector"], []).append(float(v))
                     return body
 
                 def floor_pass():
@@ -188,6 +196,8 @@ def main():
     def mem_row(name, m):
         return (f"{name} {m['VmRSS']/1024:.2f} MiB (anonymous {m['RssAnon']/1024:.2f}, "
                 f"shared libraries and other files {m['RssFile']/1024:.2f})")
+    for name, times in sorted(extra_collect.items()):
+        print(f"  collector {name} (--extra-flag), median {statistics.median(times)*1e3:.3f} ms per scrape")
     print(f"RSS after {a.scrapes + 10} scrapes: {mem_row('rdma_exporter', mem)}; {mem_row('node_exporter', ne_mem)}; "
           f"ratio {mem['VmRSS']/ne_mem['VmRSS']:.2f}, anonymous {mem['RssAnon']/ne_mem['RssAnon']:.2f}")
 

@@ -1,0 +1,126 @@
+// Transceiver module EEPROM: the pages a QSFP28 (SFF-8636) or QSFP-DD/OSFP (CMIS 4/5) module
+// exposes at I2C address 0x50, read page by page over ethtool netlink
+// (ETHTOOL_MSG_MODULE_EEPROM_GET, kernels >= 5.13), and a pure decoder of those pages into the
+// module's identity, its monitors in base units (celsius, volts, amperes, watts), its own
+// alarm/warning thresholds and its flags (alarms, warnings, LOS, Tx fault, CDR loss of lock).
+//
+// Reading is two steps because the lower page says what else exists: read_plan() takes the lower
+// page and names the upper pages the decoder uses (SFF-8636: 00h, and 03h unless the memory is
+// flat; CMIS: 00h, and 01h, 02h, 11h of bank 0 unless flat), so a module is asked for at most five
+// 128-byte pages. The byte offsets are those of SFF-8636 rev 2.10a and CMIS 5.0 (the same as
+// ethtool's qsfp.h and cmis.h), and every read is bounds-checked: a page shorter than 128 bytes,
+// or missing, only leaves the fields it would hold unset.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sources/common/result.h"
+#include "sources/netlink/socket.h"
+
+namespace rdma::ethtool {
+
+constexpr std::size_t kModulePageLength = 128;
+constexpr std::uint8_t kModuleI2cAddress = 0x50;
+
+// One read: `length` bytes from `offset` (0-127: the lower page, 128-255: the upper page `page`
+// of `bank`), as ETHTOOL_MSG_MODULE_EEPROM_GET takes it.
+struct PageRequest {
+  std::uint32_t offset = 0;
+  std::uint32_t length = kModulePageLength;
+  std::uint8_t page = 0;
+  std::uint8_t bank = 0;
+  bool operator==(const PageRequest&) const = default;
+};
+
+// The bytes read: the lower page and the upper pages by (bank, page), each normally 128 bytes
+// (upper page bytes are stored from offset 128, i.e. index 0 is byte 128).
+struct ModuleMemory {
+  std::vector<std::uint8_t> lower;
+  std::map<std::pair<std::uint8_t, std::uint8_t>, std::vector<std::uint8_t>> upper;  // (bank, page)
+};
+
+enum class ModuleSpec : std::uint8_t { kUnknown, kSff8636, kCmis };
+std::string_view module_spec_label(ModuleSpec s);  // "sff8636", "cmis", "unknown"
+
+// SFF-8024 identifier (byte 0) -> the management spec it implies and a name ("QSFP28").
+ModuleSpec spec_of_identifier(std::uint8_t id);
+std::string identifier_name(std::uint8_t id);
+
+// Whether a page changes while the module is plugged (monitors, flags): the lower page and CMIS
+// page 11h. The others hold identity, advertisements and thresholds.
+bool is_dynamic_page(ModuleSpec spec, const PageRequest& r);
+
+// What the lower page says to read next (nothing for an unknown identifier or a short page).
+std::vector<PageRequest> read_plan(std::span<const std::uint8_t> lower);
+
+struct AlarmFlags {
+  bool high_alarm = false, low_alarm = false, high_warning = false, low_warning = false;
+  bool any() const { return high_alarm || low_alarm || high_warning || low_warning; }
+};
+
+// A monitor's thresholds as the module advertises them (its own limits, in base units).
+struct Thresholds {
+  double high_alarm = 0, low_alarm = 0, high_warning = 0, low_warning = 0;
+};
+
+struct LaneMonitors {
+  unsigned lane = 0;  // 1-based, as the specs and ethtool number them
+  std::optional<double> tx_bias_amperes, tx_power_watts, rx_power_watts;
+  AlarmFlags tx_bias_flags, tx_power_flags, rx_power_flags;
+  // Latched status flags; unset where the spec or the memory has none.
+  std::optional<bool> rx_los, tx_los, tx_fault, rx_cdr_lol, tx_cdr_lol;
+};
+
+struct ModuleInfo {
+  ModuleSpec spec = ModuleSpec::kUnknown;
+  std::uint8_t identifier = 0;
+  std::string identifier_name;  // "QSFP28", "QSFP-DD", "OSFP", "0x03" for one not decoded here
+  std::string spec_revision;    // CMIS "5.0"; SFF-8636 the revision compliance code ("0x08")
+  std::string vendor, part_number, serial, revision;
+  bool flat_memory = false;  // no upper pages beyond 00h: passive copper, no monitors
+  std::optional<double> temperature_celsius, supply_volts;
+  AlarmFlags temperature_flags, voltage_flags;
+  // Present where the threshold page was read (SFF-8636 page 03h, CMIS page 02h).
+  std::optional<Thresholds> temperature_thresholds, voltage_thresholds, tx_bias_thresholds, tx_power_thresholds,
+      rx_power_thresholds;
+  std::vector<LaneMonitors> lanes;
+};
+
+// Pure: the module's memory -> what it says. kMalformed when the lower page is shorter than 128
+// bytes or names a spec that is not SFF-8636 or CMIS (kNotSupported then, with `identifier` set
+// in a returned value: use decode_identifier for the name of such a module).
+Result<ModuleInfo> decode_module(const ModuleMemory& memory);
+
+// Pure: the DATA attribute of an ETHTOOL_MSG_MODULE_EEPROM_GET_REPLY.
+Result<std::vector<std::uint8_t>> decode_eeprom_reply(std::span<const std::uint8_t> msg);
+
+std::vector<std::uint8_t> build_eeprom_get(std::uint16_t family_id, const std::string& ifname, const PageRequest& r);
+
+// Reads module memory of netdevs by name over its own generic netlink socket ("ethtool" family
+// resolved once). A netdev without a module EEPROM (veth, a driver without get_module_eeprom*)
+// answers EOPNOTSUPP (kNotSupported); an empty cage typically EIO or ENODEV.
+class ModuleEepromReader {
+ public:
+  explicit ModuleEepromReader(std::chrono::milliseconds receive_timeout);
+  Result<std::vector<std::uint8_t>> read(const std::string& ifname, const PageRequest& r);
+  // The lower page, then the pages read_plan() names; a failing upper page only drops its fields.
+  // `cached`: an earlier read of the same netdev whose static pages (every upper page but CMIS
+  // 11h, which holds the lane monitors) are taken again while the identifier is the same, so
+  // that a scrape asks the module for its lower page (and CMIS page 11h) only.
+  Result<ModuleMemory> read_module(const std::string& ifname, const ModuleMemory* cached = nullptr);
+  std::uint64_t requests() const { return sock_.requests(); }
+
+ private:
+  netlink::Socket sock_;
+  std::uint16_t family_ = 0;
+};
+
+}  // namespace rdma::ethtool
