@@ -2,14 +2,19 @@
 """Writes fake /sys trees of an 8-GPU / 8-NIC node shaped like an NVIDIA DGX/HGX H100 in the
 kernel's exact formats (drivers/pci/pci-sysfs.c, drivers/pci/pcie/aer.c), plus its variants.
 
-Layout (each pair k = 0..7 under its own host bridge; pairs 0-3 on NUMA node 0, 4-7 on node 1):
+Layout (each GPU k = 0..7 and its NIC under one PCIe switch, each switch under its own host
+bridge; GPUs 0-3 on NUMA node 0, 4-7 on node 1):
 
-  devices/pci0000:HB/0000:HB:01.0                      root port
+  devices/pci0000:HB/0000:HB:01.0                      root port        (HB = NIC bus - 3)
       0000:HB+1:00.0                                   PCIe switch upstream port
-          0000:HB+2:00.0 / 0000:HB+3:00.0              downstream port / ConnectX-7 (mlx5_k)
-          0000:HB+2:01.0 / 0000:HB+4:00.0              downstream port / H100 SXM (GPU k)
+          0000:HB+2:00.0 / 0000:<NIC bus>:00.0         downstream port / ConnectX-7
+          0000:HB+2:01.0 / 0000:<NIC bus + 3>:00.0     downstream port / H100 SXM
 
-GPU addresses are those of a DGX H100 (18, 2a, 3a, 5d, 9a, ab, ba, db :00.0). Every PCIe
+NIC names, buses, GPUs and CPUs are those of the DGX H100 User Guide, section 1.2.3 "Network
+Modules", Table 6 (compute ports: mlx5_0 ibp24s0 -> GPU 0 on CPU 0, mlx5_3 ibp64s0 -> GPU 1, mlx5_4
+ibp79s0 -> GPU 2, mlx5_5 ibp94s0 -> GPU 3, mlx5_6 ibp154s0 -> GPU 4 on CPU 1, mlx5_9 ibp192s0 ->
+GPU 5, mlx5_10 ibp206s0 -> GPU 6, mlx5_11 ibp220s0 -> GPU 7); each GPU at its NIC's bus + 3
+(1b, 43, 52, 61, 9d, c3, d1, df), as a DGX H100 enumerates them. Every PCIe
 function has current/max link speed and width, the three aer_dev_* files, numa_node, class,
 vendor, device; the bridges have a 4096-byte `config` whose extended capability list holds AER
 (0x100) and ACS (0x148), ACS control 0 (off) unless a variant sets it.
@@ -24,7 +29,9 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from sysfs_gen import Device, Tree  # noqa: E402
 
-GPU_BUSES = [0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb]
+# (RDMA device, NIC bus) of GPU 0..7, DGX H100 User Guide Table 6.
+PAIRS = [("mlx5_0", 24), ("mlx5_3", 64), ("mlx5_4", 79), ("mlx5_5", 94), ("mlx5_6", 154), ("mlx5_9", 192),
+         ("mlx5_10", 206), ("mlx5_11", 220)]
 # aer_correctable_error_string / aer_uncorrectable_error_string (drivers/pci/pcie/aer.c, 6.1):
 # the named bit positions, in bit order.
 AER_COR = ["RxErr", "BadTLP", "BadDLLP", "Rollover", "Timeout", "NonFatalErr", "CorrIntErr", "HeaderOF"]
@@ -81,36 +88,36 @@ class Node:
         size = 64 if self.variant == "config64" else 4096
         return self.function(rel_dir, "0x060400", "0x1000", "0xc030", numa, config=config_space(acs, size), **kw)
 
-    def nic(self, k, rel_dir, numa, **kw):
+    def nic(self, name, k, rel_dir, numa, **kw):
         self.function(rel_dir, "0x020700", "0x15b3", "0x1021", numa, **kw)
-        d = Device(self.t, f"mlx5_{k}", os.path.basename(rel_dir), "mlx5_core", fw="28.39.2048",
+        d = Device(self.t, name, os.path.basename(rel_dir), "mlx5_core", fw="28.39.2048",
                    guid_n=0x946dae0300a0b000 + k, attrs={"hca_type": "MT4129", "board_id": "MT_0000000838"},
                    pci_dir=rel_dir)
         d.port(1, "InfiniBand", rate="400 Gb/sec (4X NDR)", lid=f"0x{k + 1:x}", sm_lid="0x1")
 
     def build(self):
         v = self.variant
-        for k, gbus in enumerate(GPU_BUSES):
-            hb = gbus - 4
+        for k, (name, nbus) in enumerate(PAIRS):
+            hb, gbus = nbus - 3, nbus + 3
             numa = 0 if k < 4 else 1
             host = f"devices/pci{0:04x}:{hb:02x}"
             rp = self.bridge(f"{host}/0000:{hb:02x}:01.0", numa)
             usp = self.bridge(f"{rp}/0000:{hb + 1:02x}:00.0", numa)
-            nic_width = 8 if (v == "x8" and k == 3) else 16
+            nic_width = 8 if (v == "x8" and name == "mlx5_5") else 16
             dsp_nic = self.bridge(f"{usp}/0000:{hb + 2:02x}:00.0", numa, width=nic_width, max_width=16)
             dsp_gpu = self.bridge(f"{usp}/0000:{hb + 2:02x}:01.0", numa,
                                   acs=ACS_LINUX_DEFAULT if (v == "acs" and k == 2) else 0)
             gpu = f"{dsp_gpu}/0000:{gbus:02x}:00.0"
             self.function(gpu, "0x030200", "0x10de", "0x2330", numa,
                           aer={"correctable": {"RxErr": 3, "TOTAL": 3}} if k == 1 else None)
-            if v == "wrong_slot" and k == 0:
-                # The NIC sits in a slot of the other socket: a root port of host bridge c0 (NUMA 1).
-                rp2 = self.bridge("devices/pci0000:c0/0000:c0:01.0", 1)
-                self.nic(k, f"{rp2}/0000:c1:00.0", 1)
+            if v == "wrong_slot" and name == "mlx5_0":
+                # The NIC sits in a slot of the other socket: a root port of host bridge e8 (NUMA 1).
+                rp2 = self.bridge("devices/pci0000:e8/0000:e8:01.0", 1)
+                self.nic(name, k, f"{rp2}/0000:e9:00.0", 1)
             else:
                 aer = {"correctable": {"BadTLP": 7, "Timeout": 2, "TOTAL": 8},
                        "nonfatal": {"CmpltTO": 1, "TOTAL": 1}} if k == 5 else None
-                self.nic(k, f"{dsp_nic}/0000:{hb + 3:02x}:00.0", numa, width=nic_width, max_width=16, aer=aer)
+                self.nic(name, k, f"{dsp_nic}/0000:{nbus:02x}:00.0", numa, width=nic_width, max_width=16, aer=aer)
         # A BMC's VGA (ASPEED): class 0x0300 but no accelerator.
         self.function("devices/pci0000:00/0000:00:1c.0/0000:02:00.0", "0x030000", "0x1a03", "0x2000", 0,
                       speed="5.0 GT/s PCIe", width=1)
