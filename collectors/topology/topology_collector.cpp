@@ -54,6 +54,9 @@ struct Hop {
   std::string bdf;
   LabelSet labels;  // device, pci_function, hop
   sysfs::KeptDirs::Ref ref;
+  // max_link_speed/width, read at the first scrape of a topology (fixed capabilities).
+  bool have_maxima = false;
+  std::optional<std::uint32_t> max_speed, max_width;
 };
 struct AerType {
   std::string name;
@@ -125,7 +128,15 @@ class TopologyCollector final : public exporter::Collector {
     const sysfs::KeptDir* parent = nullptr;
     for (std::size_t h = st.hops.size(); h-- > 0;) {
       auto& dir = kept_.at(st.hops[h].ref, st.hops[h].dir, parent);
-      health[h] = pci::read_health(dir, issues);
+      auto& hop = st.hops[h];
+      health[h] = pci::read_health(dir, h == 0, !hop.have_maxima, issues);
+      if (!hop.have_maxima) {
+        hop.have_maxima = true;
+        hop.max_speed = health[h].link.max_speed;
+        hop.max_width = health[h].link.max_width;
+      }
+      health[h].link.max_speed = hop.max_speed;
+      health[h].link.max_width = hop.max_width;
       parent = &dir;
     }
     // Links: a PCIe path alternates upstream-facing (endpoint, switch upstream port) and

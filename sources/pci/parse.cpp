@@ -102,6 +102,16 @@ std::optional<AerCounters> parse_aer(std::string_view raw) {
   return out;
 }
 
+std::optional<std::uint64_t> parse_aer_total(std::string_view raw) {
+  const auto t = sysfs::trim_value(raw);
+  auto start = t.rfind('\n');
+  auto line = start == std::string_view::npos ? t : t.substr(start + 1);
+  if (!line.starts_with("TOTAL_")) return std::nullopt;
+  auto sp = line.find(' ');
+  if (sp == std::string_view::npos || sp > 32) return std::nullopt;
+  return digits(line.substr(sp + 1));
+}
+
 bool is_bdf(std::string_view s) {
   // DDDD:BB:DD.F
   return s.size() == 12 && hex_digits(s.substr(0, 4), 4) && s[4] == ':' && hex_digits(s.substr(5, 2), 2) && s[7] == ':' &&

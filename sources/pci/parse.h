@@ -42,6 +42,8 @@ struct AerCounters {
 };
 inline constexpr std::size_t kMaxAerTypes = 64;  // the kernel has 32 bit positions per register
 std::optional<AerCounters> parse_aer(std::string_view raw);
+// The TOTAL_* line alone (a bridge's reports), without keeping the per-type counters.
+std::optional<std::uint64_t> parse_aer_total(std::string_view raw);
 
 // "DDDD:BB:DD.F" in lower-case hex, as the kernel names a PCI function's directory.
 bool is_bdf(std::string_view s);

@@ -1,5 +1,6 @@
 #include "sources/pci/tree.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <memory>
@@ -157,9 +158,11 @@ GpuScan scan_gpus(const std::string& sysfs_root) {
   return scan;
 }
 
-Health read_health(sysfs::KeptDir& dir, Issues& issues) {
+Health read_health(sysfs::KeptDir& dir, bool aer_types, bool maxima, Issues& issues) {
   Health h;
+  auto names = dir.names();
   auto one = [&](const char* name, auto parse) -> decltype(parse(std::string_view())) {
+    if (names && !std::binary_search(names.value->begin(), names.value->end(), std::string_view(name))) return std::nullopt;
     auto raw = dir.read_file(name);
     if (!raw) {
       if (raw.error != ReadError::kNotFound) issues.emplace_back(dir.path() + "/" + name, raw.error);
@@ -171,10 +174,19 @@ Health read_health(sysfs::KeptDir& dir, Issues& issues) {
     return v;
   };
   h.link.current_speed = one("current_link_speed", parse_link_speed);
-  h.link.max_speed = one("max_link_speed", parse_link_speed);
   h.link.current_width = one("current_link_width", parse_link_width);
-  h.link.max_width = one("max_link_width", parse_link_width);
-  for (const auto& [sev, file] : kAerFiles) h.aer[static_cast<std::size_t>(sev)] = one(file, parse_aer);
+  if (maxima) {
+    h.link.max_speed = one("max_link_speed", parse_link_speed);
+    h.link.max_width = one("max_link_width", parse_link_width);
+  }
+  for (const auto& [sev, file] : kAerFiles) {
+    auto& slot = h.aer[static_cast<std::size_t>(sev)];
+    if (aer_types) {
+      slot = one(file, parse_aer);
+    } else if (auto total = one(file, parse_aer_total)) {
+      slot = AerCounters{{}, total};
+    }
+  }
   return h;
 }
 

@@ -90,7 +90,11 @@ struct Health {
   std::array<std::optional<AerCounters>, 3> aer;  // by AerSeverity; unset: no AER file
 };
 // Absent files are state (a conventional PCI function has no link files, a kernel without
-// CONFIG_PCIEAER no aer_dev_*); malformed or unreadable ones go to issues as (file, error).
-Health read_health(sysfs::KeptDir& dir, std::vector<std::pair<std::string, ReadError>>& issues);
+// CONFIG_PCIEAER no aer_dev_*): looked up in the directory's listing, which the kept directory
+// takes once per opening, so an absent file costs no system call. Malformed or unreadable ones go
+// to issues as (file, error). aer_types: the per-type counters too; else the totals only.
+// maxima: max_link_speed/width too (the Link Capabilities register: fixed for the function's life,
+// so a caller reads them once per topology and keeps them).
+Health read_health(sysfs::KeptDir& dir, bool aer_types, bool maxima, std::vector<std::pair<std::string, ReadError>>& issues);
 
 }  // namespace rdma::pci

@@ -12,6 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)rdma::pci::is_unknown_speed(in);
   (void)rdma::pci::parse_link_width(in);
   (void)rdma::pci::parse_numa_node(in);
+  (void)rdma::pci::parse_aer_total(in);
   if (auto a = rdma::pci::parse_aer(in)) {
     if (a->types.size() > rdma::pci::kMaxAerTypes) __builtin_trap();
     for (const auto& t : a->types)

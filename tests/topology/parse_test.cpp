@@ -59,6 +59,9 @@ TEST_CASE("aer_dev files: types in order and the total", "[unit]") {
   CHECK_FALSE(parse_aer("TOTAL_ERR_COR 1\nRxErr 1\n"));           // total not last
   CHECK_FALSE(parse_aer("Rx\"Err 1\n"));                          // not a kernel name
   CHECK_FALSE(parse_aer("TOTAL_ERR_COR 1\nTOTAL_ERR_COR 1\n"));
+  CHECK(parse_aer_total("RxErr 0\nBadTLP 7\nTOTAL_ERR_COR 8\n") == 8u);
+  CHECK_FALSE(parse_aer_total("RxErr 0\n"));
+  CHECK_FALSE(parse_aer_total("TOTAL_ERR_COR x\n"));
 }
 
 TEST_CASE("addresses of functions and host bridges", "[unit]") {
