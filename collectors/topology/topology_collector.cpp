@@ -60,7 +60,7 @@ struct Hop {
 };
 struct AerType {
   std::string name;
-  LabelSet labels;  // device, pci_function, hop, severity, type
+  LabelSet labels;  // device, pci_function, hop, aer_severity, type
 };
 struct NicState {
   std::vector<Hop> hops;  // hop 0 = the device's function, last = the root port
@@ -188,7 +188,7 @@ class TopologyCollector final : public exporter::Collector {
         out.gauge_u64(ls, "rdma_pci_link_bottleneck", "1 on the hop whose link has the lowest bandwidth on the path from the RDMA device to its root port (named by the port above the link).", h == bottleneck ? 1 : 0);
       for (std::size_t s = 0; s < 3; ++s)
         if (const auto& aer = health[h].aer[s]; aer && aer->total)
-          out.add(ls, "rdma_pci_aer_reports_total", exporter::MetricType::kCounter, "AER error reports of the function at this hop (TOTAL_ERR_* of aer_dev_*), by severity.", *aer->total, "severity", kSeverity[s]);
+          out.add(ls, "rdma_pci_aer_reports_total", exporter::MetricType::kCounter, "AER error reports of the function at this hop (TOTAL_ERR_* of aer_dev_*), by aer_severity.", *aer->total, "aer_severity", kSeverity[s]);
     }
     if (bottleneck < n)
       out.gauge(st.device_labels, "rdma_pci_path_bandwidth_bytes_per_second", "Bandwidth of the bottleneck link between the RDMA device and its root port after line encoding, in bytes per second.", lowest);
@@ -203,7 +203,7 @@ class TopologyCollector final : public exporter::Collector {
         types.clear();
         for (const auto& t : aer->types) {
           Labels l = st.hops[0].labels.labels();
-          l.emplace_back("severity", kSeverity[s]);
+          l.emplace_back("aer_severity", kSeverity[s]);
           l.emplace_back("type", t.name);
           types.push_back({t.name, LabelSet(std::move(l))});
         }

@@ -154,14 +154,14 @@ class Base(unittest.TestCase):
     def test_aer_exact_per_type(self):
         lab = dict(device="mlx5_9", pci_function="0000:c0:00.0", hop="0")
         cor = {dict(l)["type"]: v for l, v in series(self.s, "rdma_pci_aer_errors_total").items()
-               if dict(l)["device"] == "mlx5_9" and dict(l)["severity"] == "correctable"}
+               if dict(l)["device"] == "mlx5_9" and dict(l)["aer_severity"] == "correctable"}
         self.assertEqual(cor, {"RxErr": "0", "BadTLP": "7", "BadDLLP": "0", "Rollover": "0", "Timeout": "2",
                                "NonFatalErr": "0", "CorrIntErr": "0", "HeaderOF": "0"})
-        self.assertEqual(value(self.s, "rdma_pci_aer_errors_total", severity="nonfatal", type="CmpltTO", **lab), "1")
-        self.assertEqual(value(self.s, "rdma_pci_aer_errors_total", severity="fatal", type="MalfTLP", **lab), "0")
-        self.assertEqual(value(self.s, "rdma_pci_aer_reports_total", severity="correctable", **lab), "8")
-        self.assertEqual(value(self.s, "rdma_pci_aer_reports_total", severity="nonfatal", **lab), "1")
-        types = {dict(l)["type"] for l in series(self.s, "rdma_pci_aer_errors_total") if dict(l)["severity"] == "fatal"}
+        self.assertEqual(value(self.s, "rdma_pci_aer_errors_total", aer_severity="nonfatal", type="CmpltTO", **lab), "1")
+        self.assertEqual(value(self.s, "rdma_pci_aer_errors_total", aer_severity="fatal", type="MalfTLP", **lab), "0")
+        self.assertEqual(value(self.s, "rdma_pci_aer_reports_total", aer_severity="correctable", **lab), "8")
+        self.assertEqual(value(self.s, "rdma_pci_aer_reports_total", aer_severity="nonfatal", **lab), "1")
+        types = {dict(l)["type"] for l in series(self.s, "rdma_pci_aer_errors_total") if dict(l)["aer_severity"] == "fatal"}
         self.assertEqual(len(types), 18)
 
     def test_every_check_passes_and_no_error(self):
