@@ -11,6 +11,8 @@ using exporter::ConfigError;
 
 constexpr std::size_t kMaxItems = 64;  // ports rules, firmware models, versions per model
 
+// Where an item is: origin ("file:line:col" of the expect: value, as the options give it) or, for
+// a value without one, the node's own mark.
 std::string at(const std::string& origin, const YAML::Node& n) {
   if (n.Mark().line >= 0 && origin.find(':') == std::string::npos)
     return origin + ":" + std::to_string(n.Mark().line + 1) + ":" + std::to_string(n.Mark().column + 1);

@@ -248,6 +248,26 @@ class Variants(unittest.TestCase):
         self.assertEqual([k for k, v in c.items() if v[0] == "0"], [("pcie_width", "mlx5_5")])
 
 
+class BadExpect(unittest.TestCase):
+    def test_errors_name_the_file_and_the_expect_section(self):
+        # The position is the expect: section's (the options keep the section's origin).
+        cases = [("      gpu: 8\n", "config.yml:4:7: unknown key `gpu` in expect"),
+                 ("      gpu_nic_relation: NV18\n", "config.yml:4:7: expect.gpu_nic_relation must be PIX, PXB, PHB, NODE or SYS"),
+                 ("      pcie: {width: 64}\n", "config.yml:4:7: expect.pcie.width must be 1 to 32"),
+                 ("      devices: \"(\"\n", "config.yml:4:7: expect.devices: bad regular expression"),
+                 ("      firmware: {MT4129: []}\n", "config.yml:4:7: expect.firmware.MT4129 must be a list of 1 to 64 versions"),
+                 ("      peer_memory: maybe\n", "config.yml:4:7: expect.peer_memory must be true")]
+        with tempfile.TemporaryDirectory() as tmp:
+            cfg = os.path.join(tmp, "config.yml")
+            for item, message in cases:
+                with open(cfg, "w") as f:
+                    f.write("collectors:\n  topology:\n    expect:\n" + item)
+                p = subprocess.run([EXPORTER, f"--config.file={cfg}", "--web.listen-address=127.0.0.1:0",
+                                    f"--path.sysfs={tmp}"], capture_output=True, text=True, timeout=30)
+                self.assertEqual(p.returncode, 2, item)
+                self.assertIn(message, p.stderr, item)
+
+
 class ExistingTrees(unittest.TestCase):
     def test_fixture_and_demo_trees_scrape_clean(self):
         for profile in ("fixtures", "demo"):
