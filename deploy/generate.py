@@ -50,6 +50,7 @@ CONFIG = {
     "fabric_transmit_wait_ticks_per_second": 1e6,  # RdmaFabricTransmitWaitHigh
     "probe_loss_ratio": 0.01,                      # RdmaProbeLoss
     "probe_rtt_p99_seconds": 0.0001,               # RdmaProbeRttHigh
+    "pcie_uncorrectable_per_10m": 0,               # RdmaPcieUncorrectableErrors (any nonfatal/fatal report)
 }
 C = {}  # CONFIG as PromQL text, set by configure()
 
@@ -276,6 +277,40 @@ def dash_port():
             unit="short", desc="Ticks per second with data to send but no credits: IB congestion."),
         ts("Saturated counters", [
             target('rdma_port_pma_saturated{%s}' % PORT, "{{device}}/{{port}} {{counter}}")]),
+    ] + topology_panels()
+
+
+def topology_panels():
+    """PCIe and GPU topology of the selected node (topology collector): the nvidia-smi topo -m
+    matrix, each device's PCIe path with its bottleneck, AER reports and the node-shape checks."""
+    node = 'job=~"$job", instance=~"$node"'
+    matrix = table("GPU / NIC topology (nvidia-smi topo -m)", [
+        target('rdma_topology_relation{%s}' % node, instant=True, fmt="table")],
+        desc="One row per RDMA device, one column per GPU (index in PCI address order): PIX same PCIe switch, PXB "
+             "several switches, PHB through the host bridge, NODE same NUMA node, SYS across NUMA. Rail alignment "
+             "is one PIX per row and column.", h=9)
+    matrix["transformations"] = [{"id": "groupingToMatrix", "options": {
+        "columnField": "gpu", "rowField": "device", "valueField": "relation", "emptyValue": "empty"}}]
+    return [
+        row("PCIe and GPU topology"),
+        matrix,
+        table("PCIe path per device (hop 0 = the device, last = root port)", [
+            target('rdma_pci_link_current_width_lanes{%s, device=~"$device"}' % node, instant=True, fmt="table"),
+            target('rdma_pci_link_max_width_lanes{%s, device=~"$device"}' % node, instant=True, fmt="table"),
+            target('rdma_pci_link_current_speed_transfers_per_second{%s, device=~"$device"}' % node, instant=True, fmt="table"),
+            target('rdma_pci_link_degraded{%s, device=~"$device"}' % node, instant=True, fmt="table"),
+            target('rdma_pci_link_bottleneck{%s, device=~"$device"}' % node, instant=True, fmt="table")],
+            desc="Current and maximum width, current speed, degraded (1: trains below what both ends support) and "
+                 "the bottleneck hop of every function between the RDMA device and its root port.",
+            exclude=("Time", "__name__", "job")),
+        ts("PCIe AER reports", [
+            target('sum by (instance, device, pci_function, aer_severity) (increase(rdma_pci_aer_reports_total{%s, device=~"$device"}[%s]))'
+                   % (node, RI), "{{device}} {{pci_function}} {{aer_severity}}")],
+           desc="AER error reports per function on the device's path; nonfatal and fatal ones are uncorrectable."),
+        table("Node shape checks failing", [
+            target('rdma_topology_check{%s} == 0' % node, instant=True, fmt="table")],
+            desc="Items of collectors.topology.expect this node does not meet, with what was observed.",
+            w=12, exclude=("Time", "__name__", "job", "Value")),
     ]
 
 
@@ -789,7 +824,64 @@ def alerts():
               [('rdma_prober_peer_paired{%s, peer="node2"}' % J, "1x20")],
               {"instance": "node1", "peer": "node2"}),
     ]),
+    ("rdma-pcie-topology", [
+        alert("RdmaPcieLinkDegraded", "rdma_pci_link_degraded{%(selector)s} == 1" % C, "10m", "warning",
+              "PCIe link of {{ $labels.device }} degraded at {{ $labels.pci_function }} on {{ $labels.instance }}",
+              "The PCIe link at hop {{ $labels.hop }} ({{ $labels.pci_function }}) on the path of {{ $labels.device }} "
+              "trains below the speed or width both its ends support (e.g. x8 of x16): the NIC's PCIe bandwidth is cut.",
+              [('rdma_pci_link_degraded{%s, device="mlx5_0", pci_function="0000:17:00.0", hop="1"}' % J, "1x20")],
+              [('rdma_pci_link_degraded{%s, device="mlx5_0", pci_function="0000:17:00.0", hop="1"}' % J, "0x20")],
+              {"instance": "node1", "device": "mlx5_0", "pci_function": "0000:17:00.0", "hop": "1"}),
+        alert("RdmaPcieUncorrectableErrors",
+              'increase(rdma_pci_aer_reports_total{%(selector)s, aer_severity=~"nonfatal|fatal"}[10m]) > '
+              '%(pcie_uncorrectable_per_10m)s' % C, "0m", "critical",
+              "Uncorrectable PCIe errors on {{ $labels.device }} at {{ $labels.pci_function }} on {{ $labels.instance }}",
+              "{{ $value | humanize }} {{ $labels.aer_severity }} AER reports in 10 minutes at {{ $labels.pci_function }} "
+              "(hop {{ $labels.hop }} of {{ $labels.device }}): the link or the device is failing.",
+              [('rdma_pci_aer_reports_total{%s, device="mlx5_0", pci_function="0000:18:00.0", hop="0", aer_severity="nonfatal"}' % J,
+                "0x10 0+1x10")],
+              [('rdma_pci_aer_reports_total{%s, device="mlx5_0", pci_function="0000:18:00.0", hop="0", aer_severity="nonfatal"}' % J, "3x20"),
+               ('rdma_pci_aer_reports_total{%s, device="mlx5_0", pci_function="0000:18:00.0", hop="0", aer_severity="correctable"}' % J,
+                "0+5x20")],
+              {"instance": "node1", "device": "mlx5_0", "pci_function": "0000:18:00.0", "hop": "0", "aer_severity": "nonfatal"}),
+        alert("RdmaNodeShapeNonConformant", "rdma_topology_check{%(selector)s} == 0" % C, "15m", "warning",
+              "{{ $labels.instance }} does not meet its declared shape: {{ $labels.check }} {{ $labels.subject }}",
+              "Check {{ $labels.check }} of collectors.topology.expect fails for {{ $labels.subject }}: observed "
+              "{{ $labels.observed }}, expected {{ $labels.expected }}.",
+              [('rdma_topology_check{%s, check="gpu_nic_relation", subject="gpu0 0000:1b:00.0", observed="SYS mlx5_3", '
+                'expected="<= PXB"}' % J, "0x20")],
+              [('rdma_topology_check{%s, check="gpu_nic_relation", subject="gpu0 0000:1b:00.0", observed="PIX mlx5_0", '
+                'expected="<= PXB"}' % J, "1x20")],
+              {"instance": "node1", "check": "gpu_nic_relation", "subject": "gpu0 0000:1b:00.0", "observed": "SYS mlx5_3",
+               "expected": "<= PXB"}),
+    ]),
 ]
+
+
+def recordings():
+    """Fleet-wide drift as recording rules: (group, [(record, expr, [input series], {labels: value})])."""
+    fw = 'rdma_device_info{%(selector)s}' % C
+    return [("rdma-fleet-drift", [
+        ("rdma:device_firmware:count", "count by (hca_type, fw_ver) (%s)" % fw,
+         [('rdma_device_info{%s, device="mlx5_0", hca_type="MT4129", fw_ver="28.39.2048"}' % J, "1x10"),
+          ('rdma_device_info{job="rdma-exporter", instance="node2", device="mlx5_0", hca_type="MT4129", fw_ver="28.39.2048"}', "1x10"),
+          ('rdma_device_info{job="rdma-exporter", instance="node3", device="mlx5_0", hca_type="MT4129", fw_ver="28.41.1000"}', "1x10")],
+         [({"hca_type": "MT4129", "fw_ver": "28.39.2048"}, 2), ({"hca_type": "MT4129", "fw_ver": "28.41.1000"}, 1)]),
+        ("rdma:device_firmware_versions:count", "count by (hca_type) (count by (hca_type, fw_ver) (%s))" % fw,
+         [('rdma_device_info{%s, device="mlx5_0", hca_type="MT4129", fw_ver="28.39.2048"}' % J, "1x10"),
+          ('rdma_device_info{job="rdma-exporter", instance="node3", device="mlx5_0", hca_type="MT4129", fw_ver="28.41.1000"}', "1x10")],
+         [({"hca_type": "MT4129"}, 2)]),
+        ("rdma:gpu_closest_nic_relation:count",
+         "count by (relation) (max by (job, instance, gpu, relation) (rdma_topology_gpu_closest_nic{%(selector)s}))" % C,
+         [('rdma_topology_gpu_closest_nic{%s, gpu="0", gpu_pci="0000:1b:00.0", device="mlx5_0", relation="PIX"}' % J, "1x10"),
+          ('rdma_topology_gpu_closest_nic{%s, gpu="1", gpu_pci="0000:43:00.0", device="mlx5_3", relation="NODE"}' % J, "4x10"),
+          ('rdma_topology_gpu_closest_nic{%s, gpu="1", gpu_pci="0000:43:00.0", device="mlx5_4", relation="NODE"}' % J, "4x10")],
+         [({"relation": "PIX"}, 1), ({"relation": "NODE"}, 1)]),
+        ("rdma:node_shape_failures:count", "count by (job, instance, check) (rdma_topology_check{%(selector)s} == 0)" % C,
+         [('rdma_topology_check{%s, check="firmware", subject="mlx5_0", observed="MT4129 28.41.1000", expected="28.39.2048"}' % J, "0x10"),
+          ('rdma_topology_check{%s, check="firmware", subject="mlx5_3", observed="MT4129 28.39.2048", expected="28.39.2048"}' % J, "1x10")],
+         [({"job": "rdma-exporter", "instance": "node1", "check": "firmware"}, 1)]),
+    ])]
 
 
 # What {{ $value }} renders to in each alert's firing test case, worked out by hand from the input
@@ -800,6 +892,7 @@ FIRING_VALUE = {
     "RdmaRocePfcPausedHigh": "50%", "RdmaRoceCnpRateHigh": "2k", "RdmaRoceEcnMarkRateHigh": "2k",
     "RdmaRoceOutOfSequenceHigh": "200", "RdmaRoceRetransmissionsHigh": "20", "RdmaFabricTransmitWaitHigh": "2M",
     "RdmaProbeLoss": "8.333%", "RdmaProbeRttHigh": "988.1us",
+    "RdmaPcieLinkDegraded": "1", "RdmaPcieUncorrectableErrors": "9", "RdmaNodeShapeNonConformant": "0",
 }
 
 
@@ -956,6 +1049,18 @@ def build_rules(documented, undocumented):
                 tests.append(case)
         if rules:
             groups.append({"name": gname, "rules": rules})
+    for gname, recs in recordings():
+        rules = []
+        for record, expr, series, samples in recs:
+            missing = sorted(m for m in promql_util.metrics_in(expr) if m not in documented)
+            if missing:
+                undocumented.append("record %s: %s" % (record, ", ".join(missing)))
+            rules.append({"record": record, "expr": expr})
+            tests.append({"interval": "1m", "input_series": [{"series": s_, "values": v} for s_, v in series],
+                          "promql_expr_test": [{"expr": record, "eval_time": "5m", "exp_samples": [
+                              {"labels": "%s{%s}" % (record, ", ".join('%s="%s"' % kv for kv in sorted(l.items()))),
+                               "value": v} for l, v in samples]}]})
+        groups.append({"name": gname, "rules": rules})
     return {"groups": groups}, tests
 
 

@@ -15,7 +15,8 @@ PROMETHEUS_BUILTIN = {"up", "scrape_duration_seconds", "scrape_samples_scraped",
 # lack (real hardware, ibsim, the Soft-RoCE VM, a network namespace, a probing peer), or when it
 # appears (after a counter wrapped; with the first error): such a row may be missing from a scrape
 # of those trees (tests/prometheus/check_metrics_doc.py, tests/deploy/test_dashboards_live.py).
-NEEDS_MARKERS = ("hardware", "ibsim", "vm", "netns", "prober", "after a wrap", "on error")
+NEEDS_MARKERS = ("hardware", "ibsim", "vm", "netns", "prober", "after a wrap", "on error",
+                 "pci tree")  # pci tree: PCIe bridges and GPUs (tests/topology/pci_gen.py)
 
 _KEYWORDS = {
     "by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and", "or", "unless",
