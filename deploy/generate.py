@@ -52,6 +52,16 @@ CONFIG = {
     "probe_rtt_p99_seconds": 0.0001,               # RdmaProbeRttHigh
     "pcie_uncorrectable_per_10m": 0,               # RdmaPcieUncorrectableErrors (any nonfatal/fatal report)
 }
+# The physical layer's thresholds, from the anchors (docs/runbooks.md, "Physical layer"):
+# NVSentinel's NIC monitor calls 3 link downs in 10 minutes a flapping port; gpud counts 3 downs
+# (of at least 25 s each) in 12 hours, Azure's aznhc 2 in 6 hours, as the repeat offender that is
+# replaced rather than reseated. A PAM4 link with KP4 RS-FEC always sees raw errors: the pre-FEC
+# BER alert is on a level held for an hour, 24 times below the 2.4e-4 the FEC corrects.
+CONFIG.update({
+    "link_downs_per_10m": 3,        # RdmaLinkFlapping
+    "link_downs_per_12h": 3,        # RdmaLinkRepeatOffender
+    "pre_fec_ber": 1e-5,            # RdmaLinkPreFecBerHigh
+})
 C = {}  # CONFIG as PromQL text, set by configure()
 
 
@@ -277,7 +287,7 @@ def dash_port():
             unit="short", desc="Ticks per second with data to send but no credits: IB congestion."),
         ts("Saturated counters", [
             target('rdma_port_pma_saturated{%s}' % PORT, "{{device}}/{{port}} {{counter}}")]),
-    ] + topology_panels()
+    ] + physical_layer_panels() + topology_panels()
 
 
 def topology_panels():
@@ -314,6 +324,37 @@ def topology_panels():
     ]
 
 
+# --- Physical layer row (port detail dashboard): flaps and BER here; PCIe and optics panels are
+# appended to PHYSICAL_LAYER_EXTRA by their own blocks.
+PHYSICAL_LAYER_EXTRA = []
+NETDEV = PORT + ', netdev=~".*"'
+
+
+def physical_layer_panels():
+    return [
+        row("Physical layer"),
+        ts("Link downs", [
+            target('increase(rdma_netdev_carrier_down_total{%s}[%s])' % (NETDEV, RI), "{{device}}/{{port}} {{netdev}} carrier down"),
+            target('increase(rdma_port_async_events_total{%s, event="port_err"}[%s])' % (PORT, RI),
+                   "{{device}}/{{port}} PORT_ERR")],
+            desc="Carrier downs of the netdev and verbs PORT_ERR events of the port, per interval."),
+        ts("Time not ACTIVE", [
+            target('rate(rdma_port_not_active_seconds_total{%s}[%s])' % (PORT, RI), "{{device}}/{{port}}")],
+            unit="percentunit", desc="Fraction of the interval the port was not ACTIVE."),
+        ts("Pre-FEC / post-FEC BER", [
+            target(ber("pre", PORT, RI), "{{device}}/{{port}} {{netdev}} pre-FEC"),
+            target(ber("post", PORT, RI), "{{device}}/{{port}} {{netdev}} post-FEC")],
+            unit="sci", desc="Bit error rate over the port's data rate. PAM4 links always show pre-FEC errors."),
+        ts("FEC corrected bits per lane", [
+            target('rate(rdma_netdev_fec_lane_corrected_bits_total{%s}[%s]) or rate(rdma_netdev_phy_lane_corrected_bits_total{%s}[%s])'
+                   % (NETDEV, RI, NETDEV, RI), "{{device}}/{{port}} {{netdev}} lane {{lane}}")],
+            unit="short", desc="One lane far above the others points at a lane of the cable or module."),
+        table("Link down reason", [
+            target('rdma_netdev_link_down_reason_info{%s}' % NETDEV, instant=True, fmt="table")],
+            exclude=("Time", "__name__", "Value"), w=24, h=5),
+    ] + PHYSICAL_LAYER_EXTRA
+
+
 # --------------------------------------------------------------------------------------------
 # Port detail, "Physical layer" row: optics and NIC health (collector nic_health). Its own block,
 # appended to dash_port() without editing it; other physical-layer panels (flaps, FEC/BER, PCIe)
@@ -325,7 +366,6 @@ DEVICE_SEL = JOB + ', device=~"$device"'
 
 def physical_layer_optics_panels():
     return [
-        row("Physical layer"),
         ts("Transceiver temperature", [
             target('rdma_transceiver_temperature_celsius{%s}' % NETDEV_PORT, "{{instance}} {{netdev}}"),
             target('rdma_transceiver_temperature_threshold_celsius{%s, level="high_alarm"}' % NETDEV_PORT,
@@ -357,12 +397,7 @@ def physical_layer_optics_panels():
     ]
 
 
-_dash_port_before_optics = dash_port
-
-
-def dash_port():  # noqa: F811 - the port dashboard, then the optics block of its Physical layer row
-    uid, title, tags, templ, panels = _dash_port_before_optics()
-    return uid, title, tags, templ, panels + physical_layer_optics_panels()
+PHYSICAL_LAYER_EXTRA.extend(physical_layer_optics_panels())
 
 
 def dash_roce():
@@ -884,6 +919,63 @@ def recordings():
     ])]
 
 
+# --- Physical layer: flaps and BER (recording rules and alerts).
+N = P + ', netdev="eth0"'
+BITRATE = "on(job, instance, device, port) group_left() (rdma_port_rate_bytes_per_second{%s} * 8)"
+
+
+def ber(kind, sel, window="5m"):
+    """BER over the port's data rate (the line rate of 64b/66b or RS(544,514) is a few % higher:
+    a slight overestimate). Pre-FEC: the bits the FEC corrected (ethtool netlink, else the driver's
+    PHY counter). Post-FEC: what the FEC left (mlx5/bnxt_en PCS symbol errors, else uncorrectable
+    codewords, each at least one bit). Written into the alerts and panels: the rule tooling here
+    (docs check, live dashboard test) knows alerts only, no recording rules yet."""
+    if kind == "pre":
+        num = "(rate(rdma_netdev_fec_corrected_bits_total{%s}[%s]) or rate(rdma_netdev_phy_corrected_bits_total{%s}[%s]))" % (
+            sel, window, sel, window)
+    else:
+        num = ('(sum without(where) (rate(rdma_netdev_phy_symbol_errors_total{%s, where="pcs"}[%s])) '
+               "or rate(rdma_netdev_fec_uncorrectable_blocks_total{%s}[%s]))" % (sel, window, sel, window))
+    return "(%s / %s)" % (num, BITRATE % sel)
+
+
+def physical_alerts():
+    downs = ("increase(rdma_netdev_carrier_down_total{%(selector)s}[%%s]) >= %%s or on(job, instance, device, port) "
+             'sum without(event) (increase(rdma_port_async_events_total{%(selector)s, event="port_err"}[%%s])) >= %%s') % C
+    rate = "rdma_port_rate_bytes_per_second{%s}" % P
+    return [("rdma-physical", [
+        alert("RdmaLinkFlapping", downs % ("10m", C["link_downs_per_10m"], "10m", C["link_downs_per_10m"]), "0m", "warning",
+              "Link of {{ $labels.device }}/{{ $labels.port }} on {{ $labels.instance }} is flapping",
+              "The link went down at least %s times in 10 minutes (netdev carrier downs, or verbs PORT_ERR events where "
+              "the port has no netdev)." % C["link_downs_per_10m"],
+              [("rdma_netdev_carrier_down_total{%s}" % N, "0x5 1 2 3 3x20")],
+              [("rdma_netdev_carrier_down_total{%s}" % N, "0x5 1 1x20"),
+               ('rdma_port_async_events_total{%s, event="port_err"}' % P, "0x5 1 2 2x20")],
+              {"instance": "node1", "device": "mlx5_0", "port": "1", "netdev": "eth0"}, eval_at="10m"),
+        alert("RdmaLinkRepeatOffender", downs % ("12h", C["link_downs_per_12h"], "12h", C["link_downs_per_12h"]), "0m", "warning",
+              "Link of {{ $labels.device }}/{{ $labels.port }} on {{ $labels.instance }} keeps going down",
+              "The link went down at least %s times in 12 hours: a marginal cable or module that reseating has not "
+              "fixed. Plan its replacement." % C["link_downs_per_12h"],
+              [('rdma_port_async_events_total{%s, event="port_err"}' % P, "0x60 1x120 2x120 3x100")],
+              [('rdma_port_async_events_total{%s, event="port_err"}' % P, "0x60 1x120 2x220")],
+              {"instance": "node1", "device": "mlx5_0", "port": "1"}, eval_at="6h"),
+        alert("RdmaLinkPreFecBerHigh", "%s > %s" % (ber("pre", C["selector"]), C["pre_fec_ber"]), "1h", "warning",
+              "Pre-FEC bit error rate of {{ $labels.netdev }} on {{ $labels.instance }} is high",
+              "For an hour the FEC of {{ $labels.device }}/{{ $labels.port }} corrected more than %s of the bits "
+              "received: the margin before uncorrectable errors is shrinking (cable, module, dirty connector)." % C["pre_fec_ber"],
+              [("rdma_netdev_fec_corrected_bits_total{%s}" % N, "0+120000000x100"), (rate, "12500000000x100")],
+              [("rdma_netdev_fec_corrected_bits_total{%s}" % N, "0+60000x100"), (rate, "12500000000x100")],
+              {"instance": "node1", "device": "mlx5_0", "port": "1", "netdev": "eth0"}, eval_at="90m"),
+        alert("RdmaLinkFecUncorrectable", "%s > 0" % ber("post", C["selector"]), "15m", "critical",
+              "Uncorrectable FEC errors on {{ $labels.netdev }} on {{ $labels.instance }}",
+              "For 15 minutes the FEC of {{ $labels.device }}/{{ $labels.port }} has left errors uncorrected: frames are "
+              "lost on the link (RDMA retransmits, jobs slow down).",
+              [("rdma_netdev_fec_uncorrectable_blocks_total{%s}" % N, "0+10x40"), (rate, "12500000000x40")],
+              [("rdma_netdev_fec_uncorrectable_blocks_total{%s}" % N, "5x40"), (rate, "12500000000x40")],
+              {"instance": "node1", "device": "mlx5_0", "port": "1", "netdev": "eth0"}, eval_at="30m"),
+    ])]
+
+
 # What {{ $value }} renders to in each alert's firing test case, worked out by hand from the input
 # series (e.g. 5 lost of 60 sent per minute = 8.333%), so the unit tests also check the templates.
 FIRING_VALUE = {
@@ -1023,7 +1115,7 @@ def anchor(name):
 
 def build_rules(documented, undocumented):
     groups, tests = [], []
-    for gname, group in alerts():
+    for gname, group in alerts() + physical_alerts():
         rules = []
         for a in group:
             missing = sorted(m for m in promql_util.metrics_in(a["expr"]) if m not in documented)

@@ -18,6 +18,7 @@
 #include "exporter/http_server.h"
 #include "exporter/logging.h"
 #include "exporter/web_config.h"
+#include "sources/verbs/device_events.h"
 
 namespace rdma::exporter {
 namespace {
@@ -141,8 +142,17 @@ std::string effective_settings(const Options& o, const CollectorDescriptor& d) {
   return out;
 }
 
+namespace {
+// One for the process: created with the first scraper, kept across reloads (its counts are the
+// daemon's, not a collector instance's).
+std::shared_ptr<verbs::DeviceEvents> daemon_device_events() {
+  static const auto events = std::make_shared<verbs::DeviceEvents>();
+  return events;
+}
+}  // namespace
+
 Scraper::Config scraper_config(const Options& o) {
-  GlobalContext global{o.get_string("path.sysfs"), o.get_string("path.procfs")};
+  GlobalContext global{o.get_string("path.sysfs"), o.get_string("path.procfs"), daemon_device_events()};
   model::DiscoveryOptions dopts{global.sysfs_root, o.get_string("device.include"), o.get_string("device.exclude")};
   Scraper::Config config;
   try {

@@ -13,6 +13,10 @@
 #include "exporter/options.h"
 #include "sources/model/host_model.h"
 
+namespace rdma::verbs {
+class DeviceEvents;
+}
+
 namespace rdma::exporter {
 
 // What a collector sees during one scrape.
@@ -82,6 +86,9 @@ class CollectorSettings {
 struct GlobalContext {
   std::string sysfs_root;
   std::string procfs_root;
+  // The daemon's one owner of verbs device contexts and their async events (runs for the whole
+  // process, across reloads); null in tests that build collectors alone.
+  std::shared_ptr<verbs::DeviceEvents> device_events = nullptr;
 };
 
 struct SettingSpec {

@@ -23,6 +23,7 @@
 #include <set>
 #include <vector>
 
+#include "collectors/netdev/link_metrics.h"
 #include "collectors/netdev/netdev_metrics.h"
 #include "exporter/collector.h"
 #include "sources/dcb/dcbnl.h"
@@ -44,6 +45,9 @@ struct NetdevState {
   bool stats_unsupported = false;
   bool pause_unsupported = false;
   bool dcb_unsupported = false;
+  bool linkstate_unsupported = false;
+  bool fec_unsupported = false;
+  bool link_down_from_netlink = false;  // this scrape: ethtool netlink gave the link down count
   std::string driver;
   std::size_t count = 0;  // size of the cached string table
   bool have_table = false;
@@ -100,6 +104,10 @@ class NetdevCollector final : public exporter::Collector {
                               "/ecn (only MLNX_OFED's mlx5 exposes the ECN configuration there); ECN not checked");
     const int ecn_on = ecn_cfg.enabled(roce_priority_);
     const Tri ecn = !ecn_cfg.present() ? Tri::kAbsent : ecn_on < 0 ? Tri::kUnknown : (ecn_on ? Tri::kYes : Tri::kNo);
+    // Carrier counters: sysfs too.
+    emit_carrier(base, read_carrier_counters(ctx.host.sysfs_root, name,
+                                             [&](const std::string& path, ReadError e) { ctx.errors.report_read(e, path); }),
+                 out);
 
     NetdevState& st = state_[name];
     auto idx = ethtool::IoctlClient::ifindex(name);
@@ -136,6 +144,7 @@ class NetdevCollector final : public exporter::Collector {
       if (pause) link_pause_done = emit_link_pause(base, pause.value, out);
       else report(ctx, pause.error, "pause_stats", name, &st.pause_unsupported);
     }
+    collect_link_health(ctx, name, st, base, out);
     if (!st.stats_unsupported) collect_stats(ctx, name, st, base, link_pause_done, out);
 
     Tri pfc = Tri::kUnknown;
@@ -149,6 +158,31 @@ class NetdevCollector final : public exporter::Collector {
       }
     }
     return {pfc, ecn};
+  }
+
+  // ethtool netlink link state (why a link is down) and FEC statistics. veth, rxe's netdevs and
+  // most drivers without a PHY answer EOPNOTSUPP for FEC: a capability, asked no more.
+  void collect_link_health(const exporter::ScrapeContext& ctx, const std::string& name, NetdevState& st, const Labels& base,
+                           MetricSink& out) {
+    st.link_down_from_netlink = false;
+    if (!st.linkstate_unsupported) {
+      auto ls = link_.linkstate(name);
+      if (ls) {
+        st.link_down_from_netlink = emit_linkstate(base, ls.value, out);
+        ctx.errors.capability("ethtool_linkstate", name, true, "");
+      } else {
+        report(ctx, ls.error, "ethtool_linkstate", name, &st.linkstate_unsupported);
+      }
+    }
+    if (!st.fec_unsupported) {
+      auto fec = link_.fec(name);
+      if (fec) {
+        emit_fec(base, fec.value, out);
+        ctx.errors.capability("ethtool_fec", name, true, "");
+      } else {
+        report(ctx, fec.error, "ethtool_fec", name, &st.fec_unsupported);
+      }
+    }
   }
 
   // One line for the netdevs first found not to be this kernel's (normally all at the first scrape).
@@ -186,7 +220,7 @@ class NetdevCollector final : public exporter::Collector {
       st.have_table = false;  // the table changed size meanwhile: read it again next scrape
       return report(ctx, values.error, "ethtool_gstats", name, &st.stats_unsupported);
     }
-    emit_mapped(base, st.mapped, values.value, link_pause_done, out);
+    emit_mapped(base, st.mapped, values.value, link_pause_done, out, st.link_down_from_netlink);
     emit_extra(base, st.extra, values.value, out);
   }
 
@@ -195,6 +229,7 @@ class NetdevCollector final : public exporter::Collector {
   ethtool::IoctlClient ioctl_;
   // A kernel answer is immediate: never hold the scrape on a lost one.
   ethtool::PauseReader pause_{std::chrono::seconds(2)};
+  ethtool::LinkHealthReader link_{std::chrono::seconds(2)};
   dcb::Reader dcb_{std::chrono::seconds(2)};
   std::map<std::string, NetdevState> state_;
   std::set<std::string> not_kernels_;  // logged once each

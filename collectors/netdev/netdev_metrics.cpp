@@ -16,6 +16,7 @@ struct FamilyDef {
   bool direction;
   bool priority;
   const char* qualifier_key;  // "" = none
+  bool lane = false;          // `{p}` of the rule is a lane (label lane), not a priority
 };
 
 constexpr std::array kFamilies{
@@ -43,6 +44,17 @@ constexpr std::array kFamilies{
               "Time the link was paused by 802.3x pause, in seconds.", true, false, ""},
     FamilyDef{Family::kLinkPauseTransitions, "rdma_netdev_link_pause_transitions_total",
               "XON to XOFF transitions of 802.3x link-level pause.", true, false, ""},
+    FamilyDef{Family::kPhyCorrectedBits, "rdma_netdev_phy_corrected_bits_total",
+              "Bits the FEC corrected (pre-FEC bit errors), from the driver's physical layer statistics (ethtool -S).", false, false, ""},
+    FamilyDef{Family::kPhyLaneCorrectedBits, "rdma_netdev_phy_lane_corrected_bits_total",
+              "Bits the FEC corrected per lane, from the driver's physical layer statistics.", false, false, "", true},
+    FamilyDef{Family::kPhySymbolErrors, "rdma_netdev_phy_symbol_errors_total",
+              "Symbol errors from the driver's physical layer statistics: where=pcs after the FEC (what it left uncorrected), carrier (802.3 symbol errors during carrier).",
+              false, false, "where"},
+    FamilyDef{Family::kPhyReceivedBits, "rdma_netdev_phy_received_bits_total",
+              "Bits received by the PHY, from the driver's statistics (the denominator of the bit error rate).", false, false, ""},
+    FamilyDef{Family::kLinkDownEvents, "rdma_netdev_link_down_events_total",
+              "Link down events the driver counted (ethtool link_down_events, else its ethtool -S).", false, false, ""},
 };
 
 const FamilyDef& def_of(Family f) {
@@ -61,16 +73,18 @@ Labels with(const Labels& base, std::initializer_list<std::pair<const char*, std
 }  // namespace
 
 void emit_mapped(const Labels& base, std::span<const ethtool::MappedStat> mapped, std::span<const std::uint64_t> values,
-                 bool skip_link_pause, MetricSink& out) {
+                 bool skip_link_pause, MetricSink& out, bool skip_link_down) {
   std::set<std::tuple<Family, std::string_view, int, std::string_view>> seen;  // a name twice in a table
   for (const auto& m : mapped) {
     if (m.index >= values.size()) continue;
     if (skip_link_pause && m.family == Family::kLinkPauseFrames) continue;
+    if (skip_link_down && m.family == Family::kLinkDownEvents) continue;
     if (!seen.emplace(m.family, m.direction, m.priority, m.qualifier).second) continue;
     const FamilyDef& d = def_of(m.family);
     Labels l = base;
     if (d.direction) l.emplace_back("direction", std::string(m.direction));
     if (d.priority) l.emplace_back("priority", std::to_string(m.priority));
+    if (d.lane) l.emplace_back("lane", std::to_string(m.priority));
     if (*d.qualifier_key) l.emplace_back(d.qualifier_key, std::string(m.qualifier));
     const std::uint64_t v = values[m.index];
     if (m.microseconds) out.add(d.name, exporter::MetricType::kCounter, d.help, std::move(l), static_cast<double>(v) / 1e6);

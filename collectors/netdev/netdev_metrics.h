@@ -20,9 +20,10 @@ using exporter::Labels;
 using exporter::MetricSink;
 
 // Statistics of the driver map. base = {device, port, netdev}. With skip_link_pause the
-// driver's 802.3x pause frame counts are left out (the standard netlink statistics were exported).
+// driver's 802.3x pause frame counts are left out (the standard netlink statistics were exported),
+// with skip_link_down its link down count (ethtool netlink gave it).
 void emit_mapped(const Labels& base, std::span<const ethtool::MappedStat> mapped,
-                 std::span<const std::uint64_t> values, bool skip_link_pause, MetricSink& out);
+                 std::span<const std::uint64_t> values, bool skip_link_pause, MetricSink& out, bool skip_link_down = false);
 // The allow-listed raw statistics: (index in the string table, name).
 void emit_extra(const Labels& base, std::span<const std::pair<std::size_t, std::string>> extra,
                 std::span<const std::uint64_t> values, MetricSink& out);

@@ -2,6 +2,7 @@
 // InfiniBand ports with a usable umad device, from the port's PMA with MADs (mad_counters.h), port
 // and device attributes as gauges and _info series, the port's netdevs, and the attributes only
 // verbs knows (MTU, active width and speed).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -11,6 +12,7 @@
 
 #include "collectors/port/mad_counters.h"
 #include "collectors/port/port_counters.h"
+#include "collectors/port/port_events.h"
 #include "exporter/collector.h"
 #include "exporter/parallel.h"
 #include "sources/sysfs/infiniband_class.h"
@@ -82,7 +84,10 @@ struct DeviceState {
 
 class PortCollector final : public exporter::Collector {
  public:
-  PortCollector(bool use_verbs, CountersSource source) : use_verbs_(use_verbs), source_(source) {}
+  PortCollector(bool use_verbs, CountersSource source, std::shared_ptr<verbs::DeviceEvents> events)
+      : use_verbs_(use_verbs), source_(source), events_(use_verbs ? std::move(events) : nullptr) {
+    if (events_) verbs_.share_contexts(events_);
+  }
 
   void collect(const exporter::ScrapeContext& ctx, MetricSink& out) override {
     // Threads pay where reads are slow (mlx5 counters/ files are firmware commands); where the
@@ -98,6 +103,7 @@ class PortCollector final : public exporter::Collector {
         it->second.used = true;
       }
     }
+    take_events(ctx, out);
     // Most of the port families have one sample per port (a few have two).
     out.expect_per_family(ports_.size());
     std::atomic<std::uint64_t> work_ns{0};
@@ -207,6 +213,7 @@ class PortCollector final : public exporter::Collector {
       collect_legacy(ctx, st, *legacy, out);
     }
     if (use_verbs_) collect_verbs(dev, port, base, out);
+    if (const auto* e = port_events(dev.name, port.number)) emit_port_events(base, *e, out);
 
     // What this port cost the kernel in this scrape: on mlx5 each counters/ read is a firmware
     // command, so the count is the cost. The port's own attribute files and counters/ and
@@ -356,6 +363,27 @@ class PortCollector final : public exporter::Collector {
                 static_cast<double>(attrs->lane_speed_bits_per_second));
   }
 
+  // The daemon's async event counts, once per scrape before the device threads read them; the
+  // device-wide series are written here. A device verbs cannot open is state, logged once.
+  void take_events(const exporter::ScrapeContext& ctx, MetricSink& out) {
+    if (!events_) return;
+    events_now_ = events_->snapshot();
+    for (const auto& dev : ctx.host.devices) {
+      auto it = events_now_.devices.find(dev.name);
+      if (it != events_now_.devices.end()) emit_device_events(dev.name, it->second, out);
+      const bool unopenable = std::find(events_now_.unopenable.begin(), events_now_.unopenable.end(), dev.name) != events_now_.unopenable.end();
+      if (it != events_now_.devices.end() || unopenable)
+        ctx.errors.capability("async_events", dev.name, !unopenable,
+                              "verbs cannot open " + dev.name + " (no access to /dev/infiniband?): its async events and verbs attributes are not read");
+    }
+  }
+  const verbs::PortEventState* port_events(const std::string& device, std::uint32_t port) const {
+    auto d = events_now_.devices.find(device);
+    if (d == events_now_.devices.end()) return nullptr;
+    auto p = d->second.ports.find(port);
+    return p == d->second.ports.end() ? nullptr : &p->second;
+  }
+
   static constexpr const char* kPresentHelp =
       "1 when the port has PMA counters in counters/ or answers PMA MADs (rxe, irdma, efa and other drivers have none; "
       "old kernels print N/A in every file instead).";
@@ -373,6 +401,8 @@ class PortCollector final : public exporter::Collector {
   std::unordered_map<std::string, PortState> ports_;  // by port path; ports gone are dropped
   std::unordered_map<std::string, DeviceState> devices_;  // by device path; devices gone are dropped
   verbs::PortAttributeReader verbs_;
+  std::shared_ptr<verbs::DeviceEvents> events_;  // null: not verbs (a fake tree), or a test without one
+  verbs::EventSnapshot events_now_;             // this scrape's, read by the device threads
 };
 
 }  // namespace
@@ -396,7 +426,8 @@ RDMA_REGISTER_COLLECTOR({
                                       : source == "sysfs" ? CountersSource::kSysfs
                                                           : CountersSource::kAuto;
       // verbs sees the real host; with a fake sysfs tree it would describe other devices.
-      return std::make_unique<PortCollector>(mode == "true" || (mode == "auto" && g.sysfs_root == "/sys"), counters);
+      return std::make_unique<PortCollector>(mode == "true" || (mode == "auto" && g.sysfs_root == "/sys"), counters,
+                                             g.device_events);
     },
 });
 

@@ -71,8 +71,9 @@ HistogramValue to_histogram(const std::vector<double>& bounds, const Histogram& 
 
 class ProberCollector final : public exporter::Collector {
  public:
-  ProberCollector(Settings s, const std::string& sysfs_root)
+  ProberCollector(Settings s, const std::string& sysfs_root, std::shared_ptr<verbs::DeviceEvents> device_events)
       : s_(std::move(s)),
+        device_events_(std::move(device_events)),
         probe_(s_.probe_modules,
                SessionOptions{s_.transport.secret, s_.transport.node_name, s_.transport.device_regex, s_.transport.handshake_timeout},
                s_.transport.listen.port, sysfs_root, s_.probe_access, static_peer_endpoints(s_)) {}
@@ -80,7 +81,7 @@ class ProberCollector final : public exporter::Collector {
 
   void start() override {
     std::string why;
-    auto t = VerbsTransport::open(s_.transport, why);
+    auto t = VerbsTransport::open(s_.transport, why, device_events_);
     if (!t) {
       spdlog::info("prober: off, {}; the rest of the exporter works", why);
       return;
@@ -346,6 +347,7 @@ class ProberCollector final : public exporter::Collector {
   }
 
   Settings s_;
+  std::shared_ptr<verbs::DeviceEvents> device_events_;  // the daemon's device contexts and async events
   ProbeService probe_;
   std::unique_ptr<VerbsTransport> transport_;
   std::unique_ptr<Engine> engine_;
@@ -565,7 +567,7 @@ RDMA_REGISTER_COLLECTOR({
       } catch (const std::runtime_error& e) {
         throw ConfigError(std::string("collectors.prober: ") + e.what());
       }
-      return std::make_unique<ProberCollector>(settings_from(s), g.sysfs_root);
+      return std::make_unique<ProberCollector>(settings_from(s), g.sysfs_root, g.device_events);
     },
 });
 

@@ -38,11 +38,15 @@ VerbsTransport::VerbsTransport(const TransportOptions& opts) : opts_(opts), hand
   instance_ = (std::uint64_t{rd()} << 32) | rd();
 }
 
-std::unique_ptr<VerbsTransport> VerbsTransport::open(const TransportOptions& opts, std::string& why) {
+std::unique_ptr<VerbsTransport> VerbsTransport::open(const TransportOptions& opts, std::string& why,
+                                                    std::shared_ptr<verbs::DeviceEvents> events) {
   std::unique_ptr<VerbsTransport> t(new VerbsTransport(opts));
   std::vector<std::string> problems;
   std::string no_devices;
-  t->devices_ = open_probe_devices(opts.device_regex, opts.payload, no_devices, problems);
+  t->device_events_ = std::move(events);
+  std::function<std::shared_ptr<ibv_context>(const std::string&)> shared;
+  if (t->device_events_) shared = [owner = t->device_events_](const std::string& name) { return owner->context(name); };
+  t->devices_ = open_probe_devices(opts.device_regex, opts.payload, no_devices, problems, shared);
   if (!no_devices.empty()) return why = no_devices, nullptr;
   if (t->devices_.empty()) {
     why = "no usable RDMA port" + std::string(opts.device_regex.empty() ? "" : " matching `" + opts.device_regex + "`");
@@ -56,6 +60,7 @@ std::unique_ptr<VerbsTransport> VerbsTransport::open(const TransportOptions& opt
 
 VerbsTransport::~VerbsTransport() {
   stop();
+  subscription_.reset();  // no signal after this: wake_fd_ may close
   {
     std::lock_guard lock(mu_);
     by_qpn_.clear();
@@ -92,11 +97,21 @@ void VerbsTransport::start() {
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
   for (std::size_t i = 0; i < devices_.size(); ++i) {
     for (int fd : {devices_[i]->channel->fd, devices_[i]->ctx->async_fd}) {
+      if (fd == devices_[i]->ctx->async_fd && devices_[i]->shared_ctx) continue;  // the owner reads those
       fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
       ev.data.u64 = 2 * i + (fd == devices_[i]->channel->fd ? 2 : 3);
       epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
     }
   }
+  if (device_events_)
+    subscription_ = device_events_->subscribe([this](const verbs::DeviceEvents::PortChange& c) {
+      {
+        std::lock_guard lock(signals_mu_);
+        if (signalled_.size() < 1024) signalled_.insert(c.device);
+      }
+      have_signals_.store(true, std::memory_order_release);
+      wake();
+    });
   responder_->start();
   for (std::size_t i = 0; i < std::max<std::size_t>(1, opts_.connect_concurrency); ++i)
     connectors_.push_back(named_thread("prober-connect", [this] { connector_main(); }));
@@ -205,8 +220,20 @@ void VerbsTransport::wait(int timeout_ms, std::vector<TransportEvent>& out) {
     }
     poll_cq(d, out);
   }
+  take_port_signals(out);
   take_events(out);
   ports_before_failures(out, before);
+}
+
+void VerbsTransport::take_port_signals(std::vector<TransportEvent>& out) {
+  if (!have_signals_.exchange(false, std::memory_order_acquire)) return;
+  std::set<std::string> names;
+  {
+    std::lock_guard lock(signals_mu_);
+    names.swap(signalled_);
+  }
+  for (auto& d : devices_)
+    if (d->shared_ctx && names.count(d->name)) port_changes(*d, d->refresh_ports(), out);
 }
 
 void VerbsTransport::ports_before_failures(std::vector<TransportEvent>& out, std::size_t from) {

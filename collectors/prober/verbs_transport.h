@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "collectors/prober/engine.h"
 #include "collectors/prober/responder.h"
 #include "collectors/prober/verbs_util.h"
+#include "sources/verbs/device_events.h"
 
 namespace rdma::collectors::prober {
 
@@ -83,8 +85,11 @@ struct TransportCounters {
 
 class VerbsTransport final : public Transport {
  public:
-  // nullptr (and `why`) when no RDMA device is usable: the prober then stays off.
-  static std::unique_ptr<VerbsTransport> open(const TransportOptions& opts, std::string& why);
+  // nullptr (and `why`) when no RDMA device is usable: the prober then stays off. With `events`
+  // (the daemon's owner of device contexts), the devices are its shared contexts and their port
+  // changes come from its subscription; a device it does not have is opened here as before.
+  static std::unique_ptr<VerbsTransport> open(const TransportOptions& opts, std::string& why,
+                                              std::shared_ptr<verbs::DeviceEvents> events = nullptr);
   ~VerbsTransport() override;
 
   std::vector<LocalPort> local_ports() const;
@@ -131,6 +136,9 @@ class VerbsTransport final : public Transport {
   std::optional<TimePoint> post_locked(std::uint64_t link, std::uint64_t probe, std::string& reason);
   void take_events(std::vector<TransportEvent>& out);
   void device_events(ProbeDevice& d, std::vector<TransportEvent>& out);
+  // Port changes the shared owner signalled (its thread) since the last call: the devices' ports
+  // are queried again, as device_events() does for a device read here.
+  void take_port_signals(std::vector<TransportEvent>& out);
   static void port_changes(const ProbeDevice& d, const std::vector<VerbsPort>& changed, std::vector<TransportEvent>& out);
   // A failed completion among out[from..] may be the local port going down under its probe (rxe
   // fails a post on a down netdev at once, hardware flushes): the ports are read again and any
@@ -168,6 +176,11 @@ class VerbsTransport final : public Transport {
   std::atomic<double> loop_cpu_{0}, connector_cpu_{0}, post_seconds_{0}, poll_seconds_{0};
   bool stopping_ = false;
   std::vector<std::thread> connectors_;
+  std::shared_ptr<verbs::DeviceEvents> device_events_;
+  std::mutex signals_mu_;  // signalled_
+  std::set<std::string> signalled_;
+  std::atomic<bool> have_signals_{false};
+  std::unique_ptr<verbs::DeviceEvents::Subscription> subscription_;  // reset before wake_fd_ closes
   // Declared after what it refers to (opts_, devices_), so that it is destroyed first.
   std::unique_ptr<Responder> responder_;
 };

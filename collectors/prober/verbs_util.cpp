@@ -45,7 +45,7 @@ ProbeDevice::~ProbeDevice() {
   if (idle_cq) ibv_destroy_cq(idle_cq);
   if (channel) ibv_destroy_comp_channel(channel);
   if (pd) ibv_dealloc_pd(pd);
-  if (ctx) ibv_close_device(ctx);
+  if (ctx && !shared_ctx) ibv_close_device(ctx);
 }
 
 std::optional<VerbsPort> ProbeDevice::port(std::uint32_t n) const {
@@ -77,8 +77,9 @@ std::vector<VerbsPort> ProbeDevice::refresh_ports() {
   return changed;
 }
 
-std::vector<std::unique_ptr<ProbeDevice>> open_probe_devices(const std::string& device_regex, std::size_t payload,
-                                                             std::string& no_devices, std::vector<std::string>& problems) {
+std::vector<std::unique_ptr<ProbeDevice>> open_probe_devices(
+    const std::string& device_regex, std::size_t payload, std::string& no_devices, std::vector<std::string>& problems,
+    const std::function<std::shared_ptr<ibv_context>(const std::string&)>& shared_context) {
   std::vector<std::unique_ptr<ProbeDevice>> out;
   int n = 0;
   errno = 0;
@@ -94,7 +95,8 @@ std::vector<std::unique_ptr<ProbeDevice>> open_probe_devices(const std::string& 
     if (!std::regex_match(name, re)) continue;
     auto d = std::make_unique<ProbeDevice>();
     d->name = name;
-    d->ctx = ibv_open_device(list[i]);
+    if (shared_context) d->shared_ctx = shared_context(name);
+    d->ctx = d->shared_ctx ? d->shared_ctx.get() : ibv_open_device(list[i]);
     if (!d->ctx) {
       problems.push_back(name + ": ibv_open_device failed");
       continue;

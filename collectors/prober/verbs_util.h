@@ -7,6 +7,7 @@
 #include <infiniband/verbs.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -38,6 +39,9 @@ std::vector<VerbsPort> query_ports(ibv_context* ctx, std::uint32_t port_count);
 struct ProbeDevice {
   std::string name;
   ibv_context* ctx = nullptr;
+  // Set when ctx is the daemon's shared context (sources/verbs/device_events.h), which reads its
+  // async events; not closed here. Unset: ctx is the prober's own and the transport reads them.
+  std::shared_ptr<ibv_context> shared_ctx;
   ibv_pd* pd = nullptr;
   ibv_comp_channel* channel = nullptr;
   ibv_cq* cq = nullptr;         // the probes' send CQ (classic, or the ibv_cq_ex below)
@@ -74,8 +78,10 @@ struct ProbeDevice {
 // Ethernet port, with `payload`-byte buffers; completion timestamps where the device has them.
 // Devices that cannot be set up are skipped with a line in `problems`; `no_devices` says why when
 // the system lists no RDMA device at all.
-std::vector<std::unique_ptr<ProbeDevice>> open_probe_devices(const std::string& device_regex, std::size_t payload,
-                                                             std::string& no_devices, std::vector<std::string>& problems);
+// `shared_context`, when given, is asked first for a device's context (the daemon's owner).
+std::vector<std::unique_ptr<ProbeDevice>> open_probe_devices(
+    const std::string& device_regex, std::size_t payload, std::string& no_devices, std::vector<std::string>& problems,
+    const std::function<std::shared_ptr<ibv_context>(const std::string&)>& shared_context = {});
 
 // An RC queue pair on `cq` for RDMA WRITEs.
 ibv_qp* create_qp(ibv_pd* pd, ibv_cq* cq, std::uint32_t max_send_wr = 16);

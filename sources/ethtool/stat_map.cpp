@@ -29,6 +29,13 @@ constexpr std::array kRules{
     StatRule{"mlx5_core", "tx_global_pause_duration", F::kLinkPauseDuration, "tx", "", true},
     StatRule{"mlx5_core", "rx_global_pause_transition", F::kLinkPauseTransitions, "rx", ""},
 
+    // mlx5 PPCNT physical layer statistical group (en_stats.c pport_phy_statistical_stats_desc,
+    // _err_lanes_stats_desc) and the 802.3 symbol errors.
+    StatRule{"mlx5_core", "rx_corrected_bits_phy", F::kPhyCorrectedBits, "rx", ""},
+    StatRule{"mlx5_core", "rx_err_lane_{p}_phy", F::kPhyLaneCorrectedBits, "rx", ""},
+    StatRule{"mlx5_core", "rx_pcs_symbol_err_phy", F::kPhySymbolErrors, "rx", "pcs"},
+    StatRule{"mlx5_core", "rx_symbol_err_phy", F::kPhySymbolErrors, "rx", "carrier"},
+
     StatRule{"bnxt_en", "rx_pfc_ena_frames_pri{p}", F::kPfcPauseFrames, "rx", ""},
     StatRule{"bnxt_en", "tx_pfc_ena_frames_pri{p}", F::kPfcPauseFrames, "tx", ""},
     StatRule{"bnxt_en", "pfc_pri{p}_rx_duration_us", F::kPfcPauseDuration, "rx", "", true},
@@ -37,6 +44,11 @@ constexpr std::array kRules{
     StatRule{"bnxt_en", "pfc_pri{p}_tx_transitions", F::kPfcPauseTransitions, "tx", ""},
     StatRule{"bnxt_en", "rx_pause_frames", F::kLinkPauseFrames, "rx", ""},
     StatRule{"bnxt_en", "tx_pause_frames", F::kLinkPauseFrames, "tx", ""},
+    // bnxt_ethtool.c bnxt_port_stats_ext_arr (rx_port_stats_ext).
+    StatRule{"bnxt_en", "rx_corrected_bits", F::kPhyCorrectedBits, "rx", ""},
+    StatRule{"bnxt_en", "rx_pcs_symbol_err", F::kPhySymbolErrors, "rx", "pcs"},
+    StatRule{"bnxt_en", "rx_bits", F::kPhyReceivedBits, "rx", ""},
+    StatRule{"bnxt_en", "link_down_events", F::kLinkDownEvents, "", ""},
 
     StatRule{"ice", "rx_priority_{p}_xoff.nic", F::kPfcPauseFrames, "rx", ""},
     StatRule{"ice", "tx_priority_{p}_xoff.nic", F::kPfcPauseFrames, "tx", ""},

@@ -24,6 +24,12 @@ enum class Family : std::uint8_t {
   kLinkResumeFrames,     // 802.3x XON, rx/tx
   kLinkPauseDuration,    // 802.3x, rx/tx, microseconds
   kLinkPauseTransitions, // 802.3x, rx
+  // The physical layer, where the driver's ethtool -S is the only source (`{p}` = lane 0-7):
+  kPhyCorrectedBits,      // bits the FEC corrected (pre-FEC bit errors), rx
+  kPhyLaneCorrectedBits,  // the same per lane
+  kPhySymbolErrors,       // qualifier = where counted: pcs (after FEC: errors the FEC left), carrier (802.3)
+  kPhyReceivedBits,       // bits received (the BER denominator where the driver gives it)
+  kLinkDownEvents,        // the driver's link down count
 };
 
 struct StatRule {

@@ -1,5 +1,7 @@
 #include "sources/verbs/port_attributes.h"
 
+#include "sources/verbs/device_events.h"
+
 #include <infiniband/verbs.h>
 
 namespace rdma::verbs {
@@ -66,10 +68,12 @@ ibv_context* PortAttributeReader::context_for(const std::string& device) {
 
 std::optional<PortAttributes> PortAttributeReader::query(const std::string& device, std::uint32_t port) {
   std::lock_guard lock(mu_);
-  ibv_context* ctx = context_for(device);
+  std::shared_ptr<ibv_context> shared = owner_ ? owner_->context(device) : nullptr;
+  ibv_context* ctx = owner_ ? shared.get() : context_for(device);
   if (!ctx) return std::nullopt;
   ibv_port_attr attr{};
   if (ibv_query_port(ctx, static_cast<std::uint8_t>(port), &attr) != 0) {
+    if (owner_) return std::nullopt;  // the owner lets a vanished device go at its next rescan
     // The device went away: drop the context so that a re-added device is opened afresh.
     ibv_close_device(ctx);
     contexts_.erase(device);

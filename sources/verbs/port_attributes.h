@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -12,6 +13,8 @@
 struct ibv_context;
 
 namespace rdma::verbs {
+
+class DeviceEvents;
 
 struct PortAttributes {
   std::uint32_t active_mtu_bytes = 0;
@@ -34,12 +37,15 @@ class PortAttributeReader {
 
   // nullopt when the device is not reachable through verbs.
   std::optional<PortAttributes> query(const std::string& device, std::uint32_t port);
+  // From now on the contexts are the daemon's owner's (device_events.h), none of this reader's.
+  void share_contexts(std::shared_ptr<DeviceEvents> owner) { owner_ = std::move(owner); }
 
  private:
   ibv_context* context_for(const std::string& device);
   std::mutex mu_;
   std::map<std::string, ibv_context*> contexts_;
   bool unavailable_ = false;
+  std::shared_ptr<DeviceEvents> owner_;
 };
 
 }  // namespace rdma::verbs

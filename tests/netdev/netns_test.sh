@@ -8,6 +8,8 @@
 #     named in the tree but absent from the namespace is counted once, and ECN still comes from the tree;
 #   * a bonded RoCE port (gid_attrs names bond0, the tree's bond0 has slaves vC and vE): each
 #     slave is read through the kernel with its own values, the bond itself not at all;
+#   * ethtool netlink link state follows vA's carrier (peer down and up); FEC_GET answers
+#     EOPNOTSUPP on veth, the real kernel's negative case: a capability at 0, not an error;
 #   * a netdev the tree gives another ifindex than this namespace's netdev of that name (lo) is
 #     not read through the kernel: state, no error.
 # Usage: netns_test.sh --exporter PATH   (root; without root or a tool it fails)
@@ -164,6 +166,16 @@ n=$(grep -c "not this kernel's" "$WORK/exporter.log")
 if [[ "$n" == 1 ]] && grep "not this kernel's" "$WORK/exporter.log" | grep -q '\blo\b'; then ok "one log line for the tree's lo"
 else bad "$n log lines for netdevs not this kernel's"; fi
 
+echo "== ethtool netlink link state follows the carrier; veth has no FEC: a capability at 0"
+expect "$M2" 1 rdma_netdev_link_up 'device="rxe_nd",port="1",netdev="vA"'
+ip -n "$NS2" link set vB down  # the peer down takes vA's carrier off
+MD=$WORK/mdown
+scrape "$MD"
+expect "$MD" 0 rdma_netdev_link_up 'device="rxe_nd",port="1",netdev="vA"'
+if grep -q '^rdma_netdev_link_down_reason_info' "$MD"; then bad "veth gave a link down reason"; else ok "no down reason from veth (no extended state)"; fi
+ip -n "$NS2" link set vB up
+if grep -q '^rdma_netdev_fec_' "$MD"; then bad "FEC series on veth"; else ok "no FEC series on veth"; fi
+
 echo "== sysfs parts, errors counted once"
 M3=$WORK/m3
 scrape "$M3"
@@ -181,6 +193,8 @@ expect "$M3" "" rdma_exporter_collector_errors_total 'collector="netdev",reason=
 expect "$M3" 1 rdma_exporter_collector_errors_total 'collector="netdev",reason="netdev_missing"'
 expect "$M3" 0 rdma_exporter_collector_capability 'collector="netdev",capability="pause_stats"'
 expect "$M3" 0 rdma_exporter_collector_capability 'collector="netdev",capability="dcbnl"'
+expect "$M3" 0 rdma_exporter_collector_capability 'collector="netdev",capability="ethtool_fec"'
+expect "$M3" 1 rdma_exporter_collector_capability 'collector="netdev",capability="ethtool_linkstate"'
 expect "$M3" 1 rdma_exporter_collector_success 'collector="netdev"'
 n=$(grep -c '^rdma_netdev_' "$M3")
 if ((n > 0 && n < 80)); then ok "$n rdma_netdev_ series (bounded)"; else bad "$n rdma_netdev_ series"; fi
