@@ -138,6 +138,14 @@ std::optional<PortVLXmitWait> decode_vl_xmit_wait(std::span<const std::uint8_t> 
 // Returns nullopt when the field does not fit in `bytes` or width is 0 or > 64.
 std::optional<std::uint64_t> get_field(std::span<const std::uint8_t> bytes, std::size_t bit_offset, unsigned width);
 
+// Fixed fields of a buffer whose size the decoder checked once: every read is in bounds.
+struct FieldReader {
+  std::span<const std::uint8_t> d;
+  std::uint64_t operator()(std::size_t bit, unsigned width) const { return *get_field(d, bit, width); }
+  std::uint8_t u8(std::size_t bit, unsigned width) const { return static_cast<std::uint8_t>((*this)(bit, width)); }
+  std::uint32_t u32(std::size_t bit, unsigned width) const { return static_cast<std::uint32_t>((*this)(bit, width)); }
+};
+
 // ibnetdiscover-format node-name-map: "<guid> \"name\"" per line, '#' comments. Malformed lines
 // are returned in `bad_lines` (1-based) and skipped.
 struct NodeNameMap {
