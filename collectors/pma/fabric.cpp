@@ -34,6 +34,18 @@ std::string type_label(int t) {
 }
 }  // namespace
 
+namespace {
+// A port's PortInfo as libibnetdisc read it. A switch's external ports leave CapabilityMask
+// reserved (IBA 14.2.5.6): it is port 0's, as iblinkinfo takes it (IsExtendedSpeedsSupported).
+std::optional<mad::PortInfo> port_info_of(const ibnd_port_t* port) {
+  auto pi = mad::decode_port_info(port->info);
+  const ibnd_node_t* n = port->node;
+  if (pi && n && n->type == IB_NODE_SWITCH && n->ports && n->ports[0] && port->portnum != 0)
+    if (auto p0 = mad::decode_port_info(n->ports[0]->info)) pi->capability_mask = p0->capability_mask;
+  return pi;
+}
+}  // namespace
+
 std::unique_ptr<Topology> discover(const FabricOptions& o, const mad::NodeNameMap& names, std::string* error) {
   ibnd_config_t cfg;
   std::memset(&cfg, 0, sizeof cfg);
@@ -70,6 +82,9 @@ std::unique_ptr<Topology> discover(const FabricOptions& o, const mad::NodeNameMa
       fp.remote_guid = mad::guid_label(port->remoteport->node->guid);
       fp.remote_name = name_of(port->remoteport->node);
       fp.remote_port = std::to_string(port->remoteport->portnum);
+      fp.remote_guid_value = port->remoteport->node->guid;
+      fp.info = port_info_of(port);
+      fp.remote_info = port_info_of(port->remoteport);
       if (node.lid == 0) node.lid = fp.lid;
       node.ports.push_back(std::move(fp));
     }
@@ -247,6 +262,7 @@ void FabricLoop::refresh_once() {
       spdlog::warn("pma fabric: discovery failed: {} (keeping the previous topology)", err);
     }
   }
+  if (o_.links) links_.observe(topology(), std::chrono::system_clock::now());
   std::size_t ports_ok = 0, ports_seen = 0;
   std::map<std::string, std::uint64_t> nodes_by_type;
   const std::shared_ptr<const Topology> topo = topology();
@@ -413,6 +429,7 @@ void FabricLoop::refresh_once() {
                    "PMA queries to this node that failed after every retry, by reason (timeout, mad_status, send_error, malformed).",
                    {{"node_guid", guid}, {"node_name", e.name}, {"reason", reason}}, count);
   }
+  if (o_.links) links_.emit(sink);
   text.add(std::move(sink));
   publish(std::move(text).finish());
   // A refresh of a large fabric allocates and frees megabytes of text and samples; hand the

@@ -20,10 +20,12 @@
 #include <thread>
 #include <vector>
 
+#include "collectors/pma/fabric_links.h"
 #include "collectors/pma/pma_metrics.h"
 #include "exporter/metrics.h"
 #include "sources/mad/mad_client.h"
 #include "sources/mad/pma_decode.h"
+#include "sources/mad/smp_decode.h"
 
 namespace rdma::collectors::pma {
 
@@ -37,12 +39,16 @@ struct FabricOptions {
   bool snapshot = true;  // false: the loop only discovers; counters are read per target
   bool error_details = false;  // targets also read PortRcvErrorDetails and PortXmitDiscardDetails
   mad::QueryOptions query;
+  bool links = true;  // the link table (rdma_pma_fabric_link_*), from discovery's PortInfos
+  std::chrono::seconds link_retention{std::chrono::hours(24)};  // how long a link gone down is kept
 };
 
 struct FabricPort {
   std::uint16_t lid = 0;
   std::uint8_t number = 0;
   std::string remote_guid, remote_name, remote_port;
+  std::uint64_t remote_guid_value = 0;
+  std::optional<mad::PortInfo> info, remote_info;  // as libibnetdisc read them (SubnGet(PortInfo))
 };
 struct FabricNode {
   std::uint64_t guid = 0;
@@ -128,6 +134,7 @@ class FabricLoop {
   std::map<std::string, NodeErrors> node_errors_;    // cumulative, by node guid
   std::uint64_t refreshes_ = 0, mads_ = 0, discovery_errors_ = 0, stray_ = 0;
   std::shared_ptr<mad::MadClient> client_;
+  LinkTable links_{o_.link_retention};  // loop thread only
   // Target mode's own knowledge of each node's agent (learned_ belongs to the loop thread).
   mutable std::mutex target_mu_;
   std::map<std::string, Learned> target_learned_;

@@ -313,6 +313,11 @@ RDMA_REGISTER_COLLECTOR({
              "per port; the snapshot always reads them)."},
             {"fabric-vl-xmit-wait", exporter::OptionType::kBool, "false",
              "Fabric mode: also read PortVLXmitWaitCounters (one more MAD per port)."},
+            {"fabric-links", exporter::OptionType::kBool, "true",
+             "Fabric mode: the link table (rdma_pma_fabric_link_*: both ends, training, degraded) from the "
+             "PortInfos each discovery reads anyway; no MAD of its own."},
+            {"fabric-link-retention", exporter::OptionType::kDuration, "24h",
+             "Fabric mode: how long a link gone down stays in the link table with its last-known far end."},
             {"node-name-map", exporter::OptionType::kString, "",
              "ibnetdiscover-format node-name-map file (\"0xGUID \\\"name\\\"\" per line) for the node_name labels.",
              true},
@@ -338,6 +343,8 @@ RDMA_REGISTER_COLLECTOR({
         f.vl_xmit_wait = s.boolean("fabric-vl-xmit-wait");
         f.snapshot = s.boolean("fabric-snapshot");
         f.error_details = s.boolean("fabric-error-details");
+        f.links = s.boolean("fabric-links");
+        f.link_retention = std::chrono::duration_cast<std::chrono::seconds>(s.positive_duration("fabric-link-retention"));
         f.query = local.query;
         fabric = std::make_unique<FabricLoop>(std::move(f));
       }
