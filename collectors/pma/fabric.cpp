@@ -63,6 +63,7 @@ std::unique_ptr<Topology> discover(const FabricOptions& o, const mad::NodeNameMa
     return trim_desc(n->nodedesc);
   };
   auto topo = std::make_unique<Topology>();
+  std::map<std::uint16_t, unsigned> master_sm_lids;  // MasterSMLID -> ports reporting it
   for (ibnd_node_t* n = f->nodes; n; n = n->next) {
     FabricNode node;
     node.guid = n->guid;
@@ -88,9 +89,11 @@ std::unique_ptr<Topology> discover(const FabricOptions& o, const mad::NodeNameMa
       if (node.lid == 0) node.lid = fp.lid;
       node.ports.push_back(std::move(fp));
     }
+    note_sm_ports(n, node.guid_label, node.name, topo->sm_ports, master_sm_lids);
     topo->by_guid.emplace(node.guid, topo->nodes.size());
     topo->nodes.push_back(std::move(node));
   }
+  topo->sm_ports = sm_ports_to_poll(std::move(topo->sm_ports), master_sm_lids);
   ibnd_destroy_fabric(f);
   return topo;
 }
@@ -263,6 +266,7 @@ void FabricLoop::refresh_once() {
     }
   }
   if (o_.links) links_.observe(topology(), std::chrono::system_clock::now());
+  if (o_.sm) poll_subnet_managers();
   std::size_t ports_ok = 0, ports_seen = 0;
   std::map<std::string, std::uint64_t> nodes_by_type;
   const std::shared_ptr<const Topology> topo = topology();
@@ -430,6 +434,7 @@ void FabricLoop::refresh_once() {
                    {{"node_guid", guid}, {"node_name", e.name}, {"reason", reason}}, count);
   }
   if (o_.links) links_.emit(sink);
+  if (o_.sm) sm_.emit(sink);
   text.add(std::move(sink));
   publish(std::move(text).finish());
   // A refresh of a large fabric allocates and frees megabytes of text and samples; hand the

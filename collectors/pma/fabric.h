@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "collectors/pma/fabric_links.h"
+#include "collectors/pma/fabric_sm.h"
 #include "collectors/pma/pma_metrics.h"
 #include "exporter/metrics.h"
 #include "sources/mad/mad_client.h"
@@ -41,6 +42,8 @@ struct FabricOptions {
   mad::QueryOptions query;
   bool links = true;  // the link table (rdma_pma_fabric_link_*), from discovery's PortInfos
   std::chrono::seconds link_retention{std::chrono::hours(24)};  // how long a link gone down is kept
+  bool sm = true;               // SMInfo of the subnet managers, once per refresh (fabric_sm.h)
+  unsigned sm_stuck_polls = 3;  // an SM whose ActCount stays for this many polls is stuck
 };
 
 struct FabricPort {
@@ -60,6 +63,7 @@ struct FabricNode {
 struct Topology {
   std::vector<FabricNode> nodes;
   std::map<std::uint64_t, std::size_t> by_guid;  // node GUID -> index in nodes
+  std::vector<SmPort> sm_ports;                  // where SMInfo goes (see fabric_sm.h)
   const FabricNode* find(std::uint64_t guid) const {
     auto it = by_guid.find(guid);
     return it == by_guid.end() ? nullptr : &nodes[it->second];
@@ -135,6 +139,8 @@ class FabricLoop {
   std::uint64_t refreshes_ = 0, mads_ = 0, discovery_errors_ = 0, stray_ = 0;
   std::shared_ptr<mad::MadClient> client_;
   LinkTable links_{o_.link_retention};  // loop thread only
+  SmMonitor sm_{o_.sm_stuck_polls};     // loop thread only
+  void poll_subnet_managers();
   // Target mode's own knowledge of each node's agent (learned_ belongs to the loop thread).
   mutable std::mutex target_mu_;
   std::map<std::string, Learned> target_learned_;

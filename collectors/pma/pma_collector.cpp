@@ -318,6 +318,11 @@ RDMA_REGISTER_COLLECTOR({
              "PortInfos each discovery reads anyway; no MAD of its own."},
             {"fabric-link-retention", exporter::OptionType::kDuration, "24h",
              "Fabric mode: how long a link gone down stays in the link table with its last-known far end."},
+            {"fabric-sm", exporter::OptionType::kBool, "true",
+             "Fabric mode: SMInfo of every subnet manager the discovery found, once per refresh "
+             "(rdma_pma_fabric_sm_*: one SMP per SM port)."},
+            {"fabric-sm-stuck-polls", exporter::OptionType::kInt, "3",
+             "Fabric mode: an SM whose ActCount does not advance over this many refreshes is stuck."},
             {"node-name-map", exporter::OptionType::kString, "",
              "ibnetdiscover-format node-name-map file (\"0xGUID \\\"name\\\"\" per line) for the node_name labels.",
              true},
@@ -345,6 +350,8 @@ RDMA_REGISTER_COLLECTOR({
         f.error_details = s.boolean("fabric-error-details");
         f.links = s.boolean("fabric-links");
         f.link_retention = std::chrono::duration_cast<std::chrono::seconds>(s.positive_duration("fabric-link-retention"));
+        f.sm = s.boolean("fabric-sm");
+        f.sm_stuck_polls = static_cast<unsigned>(s.integer("fabric-sm-stuck-polls", 1, 1000));
         f.query = local.query;
         fabric = std::make_unique<FabricLoop>(std::move(f));
       }

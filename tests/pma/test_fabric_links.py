@@ -4,29 +4,28 @@ a link trained below what its two ends could do (iblinkinfo on the same fabric i
 width, speed and far end), and a cable pulled after a discovery keeps its last-known far end until
 it is back.
 
-usage: test_fabric_links.py --exporter PATH links
+A persistent opensm (and a second one of higher priority) for the subnet manager series: one master
+with its priority and an advancing ActCount, a handover counted as a master change, and after both
+stop no master; the RdmaFabricNoMasterSm rule fires in a promtool test fed from that scrape.
+
+usage: test_fabric_links.py --exporter PATH links|sm
 Exit 0 = pass, else fail (also when the simulator cannot be installed or started).
 """
 import os
 import re
+import subprocess
 import sys
+import tempfile
 import time
 
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from exporter_harness import take_exporter_arg  # noqa: E402
+from exporter_harness import stop_process  # noqa: E402
 from ibsim_harness import Exporter, Sim, SetupError, get, parse_metrics, wait_for  # noqa: E402
-
-FAILS = []
-
-
-def check(cond, what):
-    print(("ok   - " if cond else "FAIL - ") + what, flush=True)
-    if not cond:
-        FAILS.append(what)
-
-
-def eq(a, b, what):
-    check(a == b, "%s: %r == %r" % (what, a, b))
+from test_pma import FAILS, check, eq  # noqa: E402  (one pass/fail reporter for the pma tests)
 
 
 # A two-level fat tree with names as a GPU cluster has them. ibsim 0.10 (Debian 12) trains up to
@@ -196,6 +195,84 @@ def case_links(sim, exe):
     eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
 
 
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+
+def start_sm(sim, node, priority):
+    """A persistent opensm on `node` (ibsim allows one SM per node), sweeping every second."""
+    env = dict(sim.shim_env, SIM_HOST=node)
+    log = os.path.join(sim.dir, "osm-%d.log" % priority)
+    return sim.track(subprocess.Popen(["opensm", "-f", log, "-p", str(priority), "-s", "1"], cwd=sim.dir, env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
+
+
+def sm_of(m, node_name):
+    hits = [dict(l)["sm_guid"] for n, l in m if n == "rdma_pma_fabric_sm_info" and dict(l)["node_name"] == node_name]
+    if len(hits) != 1:
+        raise KeyError("sm_info %s: %d" % (node_name, len(hits)))
+    return hits[0]
+
+
+def promtool_fires(scraped_masters):
+    """The generated promtool case of RdmaFabricNoMasterSm, its input replaced by the scraped value."""
+    with open(os.path.join(REPO, "tests", "deploy", "rules.test.yml")) as f:
+        generated = yaml.safe_load(f)
+    case = [t for t in generated["tests"] if t["alert_rule_test"][0]["alertname"] == "RdmaFabricNoMasterSm"
+            and t["alert_rule_test"][0]["exp_alerts"]][0]
+    case["input_series"] = [{"series": 'rdma_pma_fabric_sm_masters{job="rdma-exporter", instance="node1"}',
+                             "values": "1 %dx20" % scraped_masters}]
+    with tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False) as f:
+        yaml.safe_dump({"rule_files": [os.path.abspath(os.path.join(REPO, "deploy", "prometheus",
+                                                                    "rdma-exporter.rules.yml"))],
+                        "evaluation_interval": "1m", "tests": [case]}, f)
+    r = subprocess.run(["promtool", "test", "rules", f.name], capture_output=True, text=True, timeout=60)
+    os.unlink(f.name)
+    return r
+
+
+def case_sm(sim, exe):
+    sm1 = start_sm(sim, "gpu-b01 mlx5_0", 1)
+    wait_for(lambda: "SMINFO_MASTER" in sim.run(["sminfo"]).stdout, 30, what="opensm master")
+    e = Exporter(sim, exe, "--collector.pma.fabric", "--collector.pma.fabric-period=300ms",
+                 "--collector.pma.fabric-discovery-period=1s", "--collector.pma.fabric-snapshot=false")
+    wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_sm_masters") == 1, 60, what="one master")
+    m = e.metrics()
+    g1 = sm_of(m, "gpu-b01 mlx5_0")
+    eq(get(m, "rdma_pma_fabric_sm_state", sm_guid=g1, state="master"), 1, "opensm on gpu-b01 is master")
+    eq(get(m, "rdma_pma_fabric_sm_priority", sm_guid=g1), 1, "its priority")
+    ref = re.search(r"sm lid (\d+) sm guid (0x[0-9a-f]+)", sim.run(["sminfo"]).stdout)
+    eq(int(ref.group(2), 16), int(g1, 16), "SM GUID as sminfo reports it")
+    eq(get(m, "rdma_pma_fabric_sm_info", sm_guid=g1, node_name="gpu-b01 mlx5_0"), 1, "sm_info names its node")
+    check(dict([l for n, l in m if n == "rdma_pma_fabric_sm_info"][0])["lid"] == ref.group(1), "sm_info lid = sminfo's")
+    a1 = get(m, "rdma_pma_fabric_sm_act_count", sm_guid=g1)
+    a2 = wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_sm_act_count", sm_guid=g1) > a1 and
+                  get(e.metrics(), "rdma_pma_fabric_sm_act_count", sm_guid=g1), 30, what="ActCount advancing")
+    check(a2 > a1, "ActCount advances: %d -> %d" % (a1, a2))
+    eq(get(m, "rdma_pma_fabric_sm_stuck", sm_guid=g1), 0, "not stuck")
+    eq(get(m, "rdma_pma_fabric_sm_master_changes_total"), 0, "no master change yet")
+    # a second SM of higher priority takes over: one master change
+    sm2 = start_sm(sim, "gpu-a01 mlx5_0", 10)
+    wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_sm_master_changes_total") == 1, 60, what="master change")
+    wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_sm_masters") == 1, 30, what="one master after the handover")
+    m = e.metrics()
+    g2 = sm_of(m, "gpu-a01 mlx5_0")
+    eq(get(m, "rdma_pma_fabric_sm_state", sm_guid=g2, state="master"), 1, "the priority-10 SM is master")
+    eq(get(m, "rdma_pma_fabric_sm_priority", sm_guid=g2), 10, "its priority")
+    eq(get(m, "rdma_pma_fabric_sm_state", sm_guid=g1, state="standby"), 1, "the first SM is standby")
+    # both stop: no master within a few refreshes
+    t0 = time.monotonic()
+    stop_process(sm2)
+    stop_process(sm1)
+    wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_sm_masters") == 0, 60, what="no master")
+    print("no master %.1f s after both SMs stopped (fabric-period 300ms)" % (time.monotonic() - t0))
+    m = e.metrics()
+    eq(get(m, "rdma_pma_fabric_sm_master_changes_total"), 1, "stopping is not a master change")
+    check(get(m, "rdma_pma_fabric_sm_query_failures_total") > 0, "the stopped SMs' SMInfo failures are counted")
+    r = promtool_fires(get(m, "rdma_pma_fabric_sm_masters"))
+    eq(r.returncode, 0, "RdmaFabricNoMasterSm fires on the scraped value (promtool: %s)" % (r.stdout + r.stderr).strip()[-300:])
+    eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
+
+
 def main():
     exe = take_exporter_arg()
     case = sys.argv[1]
@@ -205,7 +282,7 @@ def main():
         print("FAIL - test bed:", s)
         return 1
     try:
-        {"links": case_links}[case](sim, exe)
+        {"links": case_links, "sm": case_sm}[case](sim, exe)
     except Exception as ex:  # noqa: BLE001 - report, clean up, fail
         import traceback
         traceback.print_exc()
