@@ -375,6 +375,24 @@ def dash_pma():
         ts("MAD timeouts", [
             target('sum by (instance) (rate(rdma_pma_fabric_mad_timeouts_total{%s}[%s]))' % (fab, RI), "{{instance}}")],
            unit="cps"),
+        row("Links and subnet manager (fabric mode)"),
+        table("Links (both ends, training, degraded; down links with their last-known far end)", [
+            target('rdma_pma_fabric_link_info{%s} * on(job, instance, node_guid, port, remote_guid, remote_port) '
+                   'group_left() rdma_pma_fabric_link_up{%s}' % (fab, fab), instant=True, fmt="table"),
+            target('rdma_pma_fabric_link_degraded{%s}' % fab, instant=True, fmt="table")],
+            exclude=("Time", "__name__", "job"), w=24,
+            desc="One row per link: value A = up (1) or down (0, kept with its last-known far end), value B = "
+                 "degraded (trained below what both ends support and one enables)."),
+        table("Subnet managers", [
+            target('rdma_pma_fabric_sm_info{%s} * on(job, instance, sm_guid) group_left() '
+                   'rdma_pma_fabric_sm_priority{%s}' % (fab, fab), instant=True, fmt="table"),
+            target('rdma_pma_fabric_sm_state{%s} == 1' % fab, instant=True, fmt="table")],
+            exclude=("Time", "__name__", "job"),
+            desc="Every SM that answers SMInfo: node, port, LID, priority (value A) and state."),
+        ts("Masters and ActCount rate", [
+            target('rdma_pma_fabric_sm_masters{%s}' % fab, "{{instance}} masters"),
+            target('rate(rdma_pma_fabric_sm_act_count{%s}[%s])' % (fab, RI), "{{instance}} {{sm_guid}} ActCount/s")],
+           desc="1 master is healthy; an SM whose ActCount rate drops to 0 is stuck."),
     ]
 
 
