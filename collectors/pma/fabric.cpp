@@ -386,6 +386,7 @@ void FabricLoop::refresh_once() {
       count_error(n, rep.outcome);
     }
     if (any_unreachable) rediscover_ = true;  // a node may have gone: look again next time
+    if (o_.ext_speeds) read_ext_speeds(*topo);
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       const FabricNode& n = nodes[i];
       exporter::MetricSink node_sink;  // rendered after each node: samples never pile up
@@ -435,6 +436,7 @@ void FabricLoop::refresh_once() {
   }
   if (o_.links) links_.emit(sink);
   if (o_.sm) sm_.emit(sink);
+  if (o_.snapshot && o_.ext_speeds) ext_speeds_.emit(sink);
   text.add(std::move(sink));
   publish(std::move(text).finish());
   // A refresh of a large fabric allocates and frees megabytes of text and samples; hand the

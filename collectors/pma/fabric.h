@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "collectors/pma/fabric_fec.h"
 #include "collectors/pma/fabric_links.h"
 #include "collectors/pma/fabric_sm.h"
 #include "collectors/pma/pma_metrics.h"
@@ -39,6 +40,7 @@ struct FabricOptions {
   bool vl_xmit_wait = false;
   bool snapshot = true;  // false: the loop only discovers; counters are read per target
   bool error_details = false;  // targets also read PortRcvErrorDetails and PortXmitDiscardDetails
+  bool ext_speeds = true;      // the snapshot reads PortExtendedSpeedsCounters (fabric_fec.h)
   mad::QueryOptions query;
   bool links = true;  // the link table (rdma_pma_fabric_link_*), from discovery's PortInfos
   std::chrono::seconds link_retention{std::chrono::hours(24)};  // how long a link gone down is kept
@@ -141,6 +143,8 @@ class FabricLoop {
   LinkTable links_{o_.link_retention};  // loop thread only
   SmMonitor sm_{o_.sm_stuck_polls};     // loop thread only
   void poll_subnet_managers();
+  ExtSpeedsTable ext_speeds_;  // loop thread only
+  void read_ext_speeds(const Topology& topo);
   // Target mode's own knowledge of each node's agent (learned_ belongs to the loop thread).
   mutable std::mutex target_mu_;
   std::map<std::string, Learned> target_learned_;

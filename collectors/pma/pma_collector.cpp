@@ -318,6 +318,9 @@ RDMA_REGISTER_COLLECTOR({
              "PortInfos each discovery reads anyway; no MAD of its own."},
             {"fabric-link-retention", exporter::OptionType::kDuration, "24h",
              "Fabric mode: how long a link gone down stays in the link table with its last-known far end."},
+            {"fabric-ext-speeds", exporter::OptionType::kBool, "true",
+             "Fabric snapshot: also read PortExtendedSpeedsCounters (FEC counters, RS-FEC form where announced) of "
+             "ports with extended speeds; a port whose agent refuses it is not asked again until rediscovery."},
             {"fabric-sm", exporter::OptionType::kBool, "true",
              "Fabric mode: SMInfo of every subnet manager the discovery found, once per refresh "
              "(rdma_pma_fabric_sm_*: one SMP per SM port)."},
@@ -351,6 +354,7 @@ RDMA_REGISTER_COLLECTOR({
         f.links = s.boolean("fabric-links");
         f.link_retention = std::chrono::duration_cast<std::chrono::seconds>(s.positive_duration("fabric-link-retention"));
         f.sm = s.boolean("fabric-sm");
+        f.ext_speeds = s.boolean("fabric-ext-speeds");
         f.sm_stuck_polls = static_cast<unsigned>(s.integer("fabric-sm-stuck-polls", 1, 1000));
         f.query = local.query;
         fabric = std::make_unique<FabricLoop>(std::move(f));

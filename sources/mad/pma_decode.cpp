@@ -14,6 +14,7 @@ std::string_view attr_name(PmaAttr a) {
     case PmaAttr::kPortXmitDiscardDetails: return "PortXmitDiscardDetails";
     case PmaAttr::kPortVLXmitWaitCounters: return "PortVLXmitWaitCounters";
     case PmaAttr::kPortCountersExtended: return "PortCountersExtended";
+    case PmaAttr::kPortExtendedSpeedsCounters: return "PortExtendedSpeedsCounters";
   }
   return "unknown";
 }

@@ -28,6 +28,7 @@ enum class PmaAttr : std::uint16_t {
   kPortXmitDiscardDetails = 0x0016,
   kPortVLXmitWaitCounters = 0x001C,
   kPortCountersExtended = 0x001D,
+  kPortExtendedSpeedsCounters = 0x001F,  // decoded in smp_decode.h
 };
 std::string_view attr_name(PmaAttr a);
 
