@@ -49,7 +49,9 @@ def bench_targets(sim, exe):
     e = Exporter(sim, exe, "--collector.pma.local=false", "--collector.pma.fabric", "--collector.pma.fabric-snapshot=false",
                  "--collector.pma.fabric-discovery-period=1h", "--web.max-requests=64")
     get_ = lambda path: urllib.request.urlopen("http://127.0.0.1:%d%s" % (e.port, path), timeout=600).read()
-    m = e.metrics()
+    # the first refresh (discovery, then the SMInfo polls) publishes the loop's series
+    m = wait_for(lambda: (lambda m: get(m, "rdma_pma_fabric_refreshes_total") >= 1 and m)(e.metrics()), 600,
+                 step=0.2, what="first refresh")
     ready = time.monotonic() - t0
     disc = get(m, "rdma_pma_fabric_discovery_duration_seconds")
     t = time.monotonic()
