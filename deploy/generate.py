@@ -496,6 +496,24 @@ def dash_pma():
         ts("MAD timeouts", [
             target('sum by (instance) (rate(rdma_pma_fabric_mad_timeouts_total{%s}[%s]))' % (fab, RI), "{{instance}}")],
            unit="cps"),
+        row("Links and subnet manager (fabric mode)"),
+        table("Links (both ends, training, degraded; down links with their last-known far end)", [
+            target('rdma_pma_fabric_link_info{%s} * on(job, instance, node_guid, port, remote_guid, remote_port) '
+                   'group_left() rdma_pma_fabric_link_up{%s}' % (fab, fab), instant=True, fmt="table"),
+            target('rdma_pma_fabric_link_degraded{%s}' % fab, instant=True, fmt="table")],
+            exclude=("Time", "__name__", "job"), w=24,
+            desc="One row per link: value A = up (1) or down (0, kept with its last-known far end), value B = "
+                 "degraded (trained below what both ends support and one enables)."),
+        table("Subnet managers", [
+            target('rdma_pma_fabric_sm_info{%s} * on(job, instance, sm_guid) group_left() '
+                   'rdma_pma_fabric_sm_priority{%s}' % (fab, fab), instant=True, fmt="table"),
+            target('rdma_pma_fabric_sm_state{%s} == 1' % fab, instant=True, fmt="table")],
+            exclude=("Time", "__name__", "job"),
+            desc="Every SM that answers SMInfo: node, port, LID, priority (value A) and state."),
+        ts("Masters and ActCount rate", [
+            target('rdma_pma_fabric_sm_masters{%s}' % fab, "{{instance}} masters"),
+            target('rate(rdma_pma_fabric_sm_act_count{%s}[%s])' % (fab, RI), "{{instance}} {{sm_guid}} ActCount/s")],
+           desc="1 master is healthy; an SM whose ActCount rate drops to 0 is stuck."),
     ]
 
 
@@ -798,6 +816,41 @@ def alerts():
               [('rdma_pma_fabric_port_transmit_wait_total{%s, node_guid="0x1", port="3"}' % J, "0+120000000x40")] + FABRIC_INFO,
               [('rdma_pma_fabric_port_transmit_wait_total{%s, node_guid="0x1", port="3"}' % J, "0+6000x40")] + FABRIC_INFO,
               {"instance": "node1", "node_guid": "0x1", "node_name": "leaf1", "port": "3", "remote_name": "node7 mlx5_0", "remote_port": "1"}, eval_at="30m"),
+        # Subnet manager and link training (issue 25): rdma_pma_fabric_sm_* and _link_* of fabric mode.
+        alert("RdmaFabricNoMasterSm", "rdma_pma_fabric_sm_masters{%(fabric_selector)s} == 0" % C, "2m", "critical",
+              "No master subnet manager seen from {{ $labels.instance }}",
+              "No SM answers SMInfo in the master state: the fabric is not swept, and links or nodes that "
+              "change are not brought up.",
+              [('rdma_pma_fabric_sm_masters{%s}' % J, "1 0x20")], [('rdma_pma_fabric_sm_masters{%s}' % J, "1x20")],
+              {"instance": "node1"}),
+        alert("RdmaFabricMultipleMasterSms", "rdma_pma_fabric_sm_masters{%(fabric_selector)s} > 1" % C, "2m", "critical",
+              "More than one master subnet manager seen from {{ $labels.instance }}",
+              "More than one SM answers SMInfo as master: the subnet is split or two SMs fight over it.",
+              [('rdma_pma_fabric_sm_masters{%s}' % J, "1 2x20")], [('rdma_pma_fabric_sm_masters{%s}' % J, "1x20")],
+              {"instance": "node1"}),
+        alert("RdmaFabricSmStuck", "rdma_pma_fabric_sm_stuck{%(fabric_selector)s} == 1" % C, "5m", "warning",
+              "Subnet manager {{ $labels.sm_guid }} is stuck",
+              "The SM's SMInfo ActCount has not advanced over the last polls (fabric-sm-stuck-polls): the SM "
+              "process answers but no longer runs its state machine.",
+              [('rdma_pma_fabric_sm_stuck{%s, sm_guid="0x1"}' % J, "0 1x20")],
+              [('rdma_pma_fabric_sm_stuck{%s, sm_guid="0x1"}' % J, "0x20")], {"instance": "node1", "sm_guid": "0x1"}),
+        alert("RdmaFabricSmMasterChanges",
+              "increase(rdma_pma_fabric_sm_master_changes_total{%(fabric_selector)s}[1h]) > 2" % C, "0m", "warning",
+              "The master subnet manager seen from {{ $labels.instance }} keeps changing",
+              "The master SM changed more than twice in an hour (handovers or SMs restarting): check the "
+              "SMs' logs and priorities.",
+              [('rdma_pma_fabric_sm_master_changes_total{%s}' % J, "0+1x40")],
+              [('rdma_pma_fabric_sm_master_changes_total{%s}' % J, "0x40")], {"instance": "node1"}),
+        alert("RdmaFabricLinkDegraded", "rdma_pma_fabric_link_degraded{%(fabric_selector)s} == 1" % C, "15m", "warning",
+              "Link {{ $labels.node_guid }} port {{ $labels.port }} runs at {{ $labels.active_width }} {{ $labels.active_speed }}",
+              "The link to {{ $labels.remote_guid }} port {{ $labels.remote_port }} trained at {{ $labels.active_width }} "
+              "{{ $labels.active_speed }} where both ends can do {{ $labels.possible_width }} {{ $labels.possible_speed }}.",
+              [('rdma_pma_fabric_link_degraded{%s, node_guid="0x1", port="3", remote_guid="0x2", remote_port="1", '
+                'active_width="1x", possible_width="4x", active_speed="NDR", possible_speed="NDR"}' % J, "1x40")],
+              [('rdma_pma_fabric_link_degraded{%s, node_guid="0x1", port="3", remote_guid="0x2", remote_port="1", '
+                'active_width="4x", possible_width="4x", active_speed="NDR", possible_speed="NDR"}' % J, "0x40")],
+              {"instance": "node1", "node_guid": "0x1", "port": "3", "remote_guid": "0x2", "remote_port": "1",
+               "active_width": "1x", "possible_width": "4x", "active_speed": "NDR", "possible_speed": "NDR"}),
     ]),
     ("rdma-prober", [
         alert("RdmaProbeLoss",

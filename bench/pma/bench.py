@@ -52,7 +52,9 @@ def bench_targets(sim, exe):
                  # every target is read once, at once, which Prometheus spreads over its interval.
                  "--collector.pma.fabric-target-mad-rate=1000000")
     get_ = lambda path: urllib.request.urlopen("http://127.0.0.1:%d%s" % (e.port, path), timeout=600).read()
-    m = e.metrics()
+    # the first refresh (discovery, then the SMInfo polls) publishes the loop's series
+    m = wait_for(lambda: (lambda m: get(m, "rdma_pma_fabric_refreshes_total") >= 1 and m)(e.metrics()), 600,
+                 step=0.2, what="first refresh")
     ready = time.monotonic() - t0
     disc = get(m, "rdma_pma_fabric_discovery_duration_seconds")
     t = time.monotonic()

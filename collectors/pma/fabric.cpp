@@ -35,6 +35,18 @@ std::string type_label(int t) {
 }
 }  // namespace
 
+namespace {
+// A port's PortInfo as libibnetdisc read it. A switch's external ports leave CapabilityMask
+// reserved (IBA 14.2.5.6): it is port 0's, as iblinkinfo takes it (IsExtendedSpeedsSupported).
+std::optional<mad::PortInfo> port_info_of(const ibnd_port_t* port) {
+  auto pi = mad::decode_port_info(port->info);
+  const ibnd_node_t* n = port->node;
+  if (pi && n && n->type == IB_NODE_SWITCH && n->ports && n->ports[0] && port->portnum != 0)
+    if (auto p0 = mad::decode_port_info(n->ports[0]->info)) pi->capability_mask = p0->capability_mask;
+  return pi;
+}
+}  // namespace
+
 std::unique_ptr<Topology> discover(const FabricOptions& o, const mad::NodeNameMap& names, std::string* error) {
   ibnd_config_t cfg;
   std::memset(&cfg, 0, sizeof cfg);
@@ -52,6 +64,7 @@ std::unique_ptr<Topology> discover(const FabricOptions& o, const mad::NodeNameMa
     return trim_desc(n->nodedesc);
   };
   auto topo = std::make_unique<Topology>();
+  std::map<std::uint16_t, unsigned> master_sm_lids;  // MasterSMLID -> ports reporting it
   for (ibnd_node_t* n = f->nodes; n; n = n->next) {
     FabricNode node;
     node.guid = n->guid;
@@ -71,12 +84,17 @@ std::unique_ptr<Topology> discover(const FabricOptions& o, const mad::NodeNameMa
       fp.remote_guid = mad::guid_label(port->remoteport->node->guid);
       fp.remote_name = name_of(port->remoteport->node);
       fp.remote_port = std::to_string(port->remoteport->portnum);
+      fp.remote_guid_value = port->remoteport->node->guid;
+      fp.info = port_info_of(port);
+      fp.remote_info = port_info_of(port->remoteport);
       if (node.lid == 0) node.lid = fp.lid;
       node.ports.push_back(std::move(fp));
     }
+    note_sm_ports(n, node.guid_label, node.name, topo->sm_ports, master_sm_lids);
     topo->by_guid.emplace(node.guid, topo->nodes.size());
     topo->nodes.push_back(std::move(node));
   }
+  topo->sm_ports = sm_ports_to_poll(std::move(topo->sm_ports), master_sm_lids);
   ibnd_destroy_fabric(f);
   return topo;
 }
@@ -256,6 +274,8 @@ void FabricLoop::refresh_once() {
       spdlog::warn("pma fabric: discovery failed: {} (keeping the previous topology)", err);
     }
   }
+  if (o_.links) links_.observe(topology(), std::chrono::system_clock::now());
+  if (o_.sm) poll_subnet_managers();
   std::size_t ports_ok = 0, ports_seen = 0;
   std::map<std::string, std::uint64_t> nodes_by_type;
   const std::shared_ptr<const Topology> topo = topology();
@@ -375,6 +395,7 @@ void FabricLoop::refresh_once() {
       count_error(n, rep.outcome);
     }
     if (any_unreachable) rediscover_ = true;  // a node may have gone: look again next time
+    if (o_.ext_speeds) read_ext_speeds(*topo);
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       const FabricNode& n = nodes[i];
       exporter::MetricSink node_sink;  // rendered after each node: samples never pile up
@@ -424,6 +445,9 @@ void FabricLoop::refresh_once() {
                    "PMA queries to this node that failed after every retry, by reason (timeout, mad_status, send_error, malformed).",
                    {{"node_guid", guid}, {"node_name", e.name}, {"reason", reason}}, count);
   }
+  if (o_.links) links_.emit(sink);
+  if (o_.sm) sm_.emit(sink);
+  if (o_.snapshot && o_.ext_speeds) ext_speeds_.emit(sink);
   text.add(std::move(sink));
   publish(std::move(text).finish());
   // A refresh of a large fabric allocates and frees megabytes of text and samples; hand the

@@ -20,11 +20,15 @@
 #include <thread>
 #include <vector>
 
+#include "collectors/pma/fabric_fec.h"
+#include "collectors/pma/fabric_links.h"
+#include "collectors/pma/fabric_sm.h"
 #include "collectors/pma/pma_metrics.h"
 #include "collectors/pma/target_guard.h"
 #include "exporter/metrics.h"
 #include "sources/mad/mad_client.h"
 #include "sources/mad/pma_decode.h"
+#include "sources/mad/smp_decode.h"
 
 namespace rdma::collectors::pma {
 
@@ -44,13 +48,20 @@ struct FabricOptions {
   std::chrono::milliseconds target_cache{5000};
   double target_mad_rate = 2000;
   std::chrono::milliseconds target_min_attempt{100};
+  bool ext_speeds = true;      // the snapshot reads PortExtendedSpeedsCounters (fabric_fec.h)
   mad::QueryOptions query;
+  bool links = true;  // the link table (rdma_pma_fabric_link_*), from discovery's PortInfos
+  std::chrono::seconds link_retention{std::chrono::hours(24)};  // how long a link gone down is kept
+  bool sm = true;               // SMInfo of the subnet managers, once per refresh (fabric_sm.h)
+  unsigned sm_stuck_polls = 3;  // an SM whose ActCount stays for this many polls is stuck
 };
 
 struct FabricPort {
   std::uint16_t lid = 0;
   std::uint8_t number = 0;
   std::string remote_guid, remote_name, remote_port;
+  std::uint64_t remote_guid_value = 0;
+  std::optional<mad::PortInfo> info, remote_info;  // as libibnetdisc read them (SubnGet(PortInfo))
 };
 struct FabricNode {
   std::uint64_t guid = 0;
@@ -62,6 +73,7 @@ struct FabricNode {
 struct Topology {
   std::vector<FabricNode> nodes;
   std::map<std::uint64_t, std::size_t> by_guid;  // node GUID -> index in nodes
+  std::vector<SmPort> sm_ports;                  // where SMInfo goes (see fabric_sm.h)
   const FabricNode* find(std::uint64_t guid) const {
     auto it = by_guid.find(guid);
     return it == by_guid.end() ? nullptr : &nodes[it->second];
@@ -140,6 +152,11 @@ class FabricLoop {
   std::map<std::string, NodeErrors> node_errors_;    // cumulative, by node guid
   std::uint64_t refreshes_ = 0, mads_ = 0, discovery_errors_ = 0, stray_ = 0;
   std::shared_ptr<mad::MadClient> client_;
+  LinkTable links_{o_.link_retention};  // loop thread only
+  SmMonitor sm_{o_.sm_stuck_polls};     // loop thread only
+  void poll_subnet_managers();
+  ExtSpeedsTable ext_speeds_;  // loop thread only
+  void read_ext_speeds(const Topology& topo);
   // Target mode's own knowledge of each node's agent (learned_ belongs to the loop thread).
   mutable std::mutex target_mu_;
   std::map<std::string, Learned> target_learned_;

@@ -319,6 +319,19 @@ RDMA_REGISTER_COLLECTOR({
              "that cannot get its MADs within its scrape timeout answers 503 (result rate_limited)."},
             {"fabric-vl-xmit-wait", exporter::OptionType::kBool, "false",
              "Fabric mode: also read PortVLXmitWaitCounters (one more MAD per port)."},
+            {"fabric-links", exporter::OptionType::kBool, "true",
+             "Fabric mode: the link table (rdma_pma_fabric_link_*: both ends, training, degraded) from the "
+             "PortInfos each discovery reads anyway; no MAD of its own."},
+            {"fabric-link-retention", exporter::OptionType::kDuration, "24h",
+             "Fabric mode: how long a link gone down stays in the link table with its last-known far end."},
+            {"fabric-ext-speeds", exporter::OptionType::kBool, "true",
+             "Fabric snapshot: also read PortExtendedSpeedsCounters (FEC counters, RS-FEC form where announced) of "
+             "ports with extended speeds; a port whose agent refuses it is not asked again until rediscovery."},
+            {"fabric-sm", exporter::OptionType::kBool, "true",
+             "Fabric mode: SMInfo of every subnet manager the discovery found, once per refresh "
+             "(rdma_pma_fabric_sm_*: one SMP per SM port)."},
+            {"fabric-sm-stuck-polls", exporter::OptionType::kInt, "3",
+             "Fabric mode: an SM whose ActCount does not advance over this many refreshes is stuck."},
             {"node-name-map", exporter::OptionType::kString, "",
              "ibnetdiscover-format node-name-map file (\"0xGUID \\\"name\\\"\" per line) for the node_name labels.",
              true},
@@ -346,6 +359,11 @@ RDMA_REGISTER_COLLECTOR({
         f.error_details = s.boolean("fabric-error-details");
         f.target_cache = s.positive_duration("fabric-target-cache");
         f.target_mad_rate = static_cast<double>(s.integer("fabric-target-mad-rate", 1, 1000000));
+        f.links = s.boolean("fabric-links");
+        f.link_retention = std::chrono::duration_cast<std::chrono::seconds>(s.positive_duration("fabric-link-retention"));
+        f.sm = s.boolean("fabric-sm");
+        f.ext_speeds = s.boolean("fabric-ext-speeds");
+        f.sm_stuck_polls = static_cast<unsigned>(s.integer("fabric-sm-stuck-polls", 1, 1000));
         f.query = local.query;
         fabric = std::make_unique<FabricLoop>(std::move(f));
       }

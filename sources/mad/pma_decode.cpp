@@ -14,6 +14,7 @@ std::string_view attr_name(PmaAttr a) {
     case PmaAttr::kPortXmitDiscardDetails: return "PortXmitDiscardDetails";
     case PmaAttr::kPortVLXmitWaitCounters: return "PortVLXmitWaitCounters";
     case PmaAttr::kPortCountersExtended: return "PortCountersExtended";
+    case PmaAttr::kPortExtendedSpeedsCounters: return "PortExtendedSpeedsCounters";
   }
   return "unknown";
 }
@@ -90,12 +91,7 @@ std::optional<std::uint64_t> get_field(std::span<const std::uint8_t> bytes, std:
 }
 
 namespace {
-// All decoders read fixed offsets within a buffer checked once for its size.
-struct Reader {
-  std::span<const std::uint8_t> d;
-  std::uint64_t operator()(std::size_t bit, unsigned width) const { return *get_field(d, bit, width); }
-  std::uint32_t u32(std::size_t bit, unsigned width) const { return static_cast<std::uint32_t>((*this)(bit, width)); }
-};
+using Reader = FieldReader;
 }  // namespace
 
 std::optional<ClassPortInfo> decode_class_port_info(std::span<const std::uint8_t> data) {

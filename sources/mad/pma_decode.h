@@ -28,6 +28,7 @@ enum class PmaAttr : std::uint16_t {
   kPortXmitDiscardDetails = 0x0016,
   kPortVLXmitWaitCounters = 0x001C,
   kPortCountersExtended = 0x001D,
+  kPortExtendedSpeedsCounters = 0x001F,  // decoded in smp_decode.h
 };
 std::string_view attr_name(PmaAttr a);
 
@@ -137,6 +138,14 @@ std::optional<PortVLXmitWait> decode_vl_xmit_wait(std::span<const std::uint8_t> 
 // Big-endian bit field as IBA lays them out: bit_offset counts from the MSB of byte 0.
 // Returns nullopt when the field does not fit in `bytes` or width is 0 or > 64.
 std::optional<std::uint64_t> get_field(std::span<const std::uint8_t> bytes, std::size_t bit_offset, unsigned width);
+
+// Fixed fields of a buffer whose size the decoder checked once: every read is in bounds.
+struct FieldReader {
+  std::span<const std::uint8_t> d;
+  std::uint64_t operator()(std::size_t bit, unsigned width) const { return *get_field(d, bit, width); }
+  std::uint8_t u8(std::size_t bit, unsigned width) const { return static_cast<std::uint8_t>((*this)(bit, width)); }
+  std::uint32_t u32(std::size_t bit, unsigned width) const { return static_cast<std::uint32_t>((*this)(bit, width)); }
+};
 
 // ibnetdiscover-format node-name-map: "<guid> \"name\"" per line, '#' comments. Malformed lines
 // are returned in `bad_lines` (1-based) and skipped.

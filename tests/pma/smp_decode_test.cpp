@@ -1,0 +1,198 @@
+// PortInfo, SMInfo and PortExtendedSpeedsCounters decoders against libibmad's own field tables
+// (values encoded with mad_encode_field() decode to the same numbers), link training on PortInfos
+// built the same way, short buffers, and random bytes.
+#include <infiniband/mad.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "sources/mad/smp_decode.h"
+
+using namespace rdma::mad;
+
+namespace {
+std::mt19937_64 rng(2525);
+std::uint32_t rnd(unsigned width) { return static_cast<std::uint32_t>(width >= 32 ? rng() : rng() & ((1ull << width) - 1)); }
+void put32(std::uint8_t* buf, enum MAD_FIELDS f, std::uint32_t v) { mad_encode_field(buf, f, &v); }
+void put64(std::uint8_t* buf, enum MAD_FIELDS f, std::uint64_t v) { mad_encode_field(buf, f, &v); }
+
+// A PortInfo as an SMA of an active link would answer, encoded by libibmad.
+std::vector<std::uint8_t> port_info(std::uint8_t w_en, std::uint8_t w_sup, std::uint8_t w_act, std::uint8_t ext_en,
+                                    std::uint8_t ext_sup, std::uint8_t ext_act) {
+  std::vector<std::uint8_t> b(kSmpDataSize, 0);
+  put32(b.data(), IB_PORT_CAPMASK_F, 1u << 14);  // IsExtendedSpeedsSupported
+  put32(b.data(), IB_PORT_LINK_WIDTH_ENABLED_F, w_en);
+  put32(b.data(), IB_PORT_LINK_WIDTH_SUPPORTED_F, w_sup);
+  put32(b.data(), IB_PORT_LINK_WIDTH_ACTIVE_F, w_act);
+  put32(b.data(), IB_PORT_LINK_SPEED_SUPPORTED_F, 7);
+  put32(b.data(), IB_PORT_LINK_SPEED_ENABLED_F, 7);
+  put32(b.data(), IB_PORT_LINK_SPEED_ACTIVE_F, 4);
+  put32(b.data(), IB_PORT_LINK_SPEED_EXT_ENABLED_F, ext_en);
+  put32(b.data(), IB_PORT_LINK_SPEED_EXT_SUPPORTED_F, ext_sup);
+  put32(b.data(), IB_PORT_LINK_SPEED_EXT_ACTIVE_F, ext_act);
+  put32(b.data(), IB_PORT_STATE_F, 4);
+  put32(b.data(), IB_PORT_PHYS_STATE_F, 5);
+  return b;
+}
+PortInfo pi(const std::vector<std::uint8_t>& b) { return *decode_port_info(b); }
+}  // namespace
+
+TEST_CASE("PortInfo fields decode where libibmad encodes them", "[pma]") {
+  for (int round = 0; round < 200; ++round) {
+    std::vector<std::uint8_t> b(kSmpDataSize, 0);
+    for (auto& x : b) x = static_cast<std::uint8_t>(rng());  // neighbours of every field are noise
+    const std::uint32_t lid = rnd(16), sm = rnd(16), cap = rnd(32), lp = rnd(8), we = rnd(8), ws = rnd(8), wa = rnd(8),
+                        ss = rnd(4), st = rnd(4), ps = rnd(4), ldd = rnd(4), sa = rnd(4), se = rnd(4), cap2 = rnd(16),
+                        xa = rnd(4), xs = rnd(4), xe = rnd(5);
+    put32(b.data(), IB_PORT_LID_F, lid);
+    put32(b.data(), IB_PORT_SMLID_F, sm);
+    put32(b.data(), IB_PORT_CAPMASK_F, cap);
+    put32(b.data(), IB_PORT_LOCAL_PORT_F, lp);
+    put32(b.data(), IB_PORT_LINK_WIDTH_ENABLED_F, we);
+    put32(b.data(), IB_PORT_LINK_WIDTH_SUPPORTED_F, ws);
+    put32(b.data(), IB_PORT_LINK_WIDTH_ACTIVE_F, wa);
+    put32(b.data(), IB_PORT_LINK_SPEED_SUPPORTED_F, ss);
+    put32(b.data(), IB_PORT_STATE_F, st);
+    put32(b.data(), IB_PORT_PHYS_STATE_F, ps);
+    put32(b.data(), IB_PORT_LINK_DOWN_DEF_F, ldd);
+    put32(b.data(), IB_PORT_LINK_SPEED_ACTIVE_F, sa);
+    put32(b.data(), IB_PORT_LINK_SPEED_ENABLED_F, se);
+    put32(b.data(), IB_PORT_CAPMASK2_F, cap2);
+    put32(b.data(), IB_PORT_LINK_SPEED_EXT_ACTIVE_F, xa);
+    put32(b.data(), IB_PORT_LINK_SPEED_EXT_SUPPORTED_F, xs);
+    put32(b.data(), IB_PORT_LINK_SPEED_EXT_ENABLED_F, xe);
+    const auto p = decode_port_info(b);
+    REQUIRE(p);
+    CHECK(p->lid == lid);
+    CHECK(p->master_sm_lid == sm);
+    CHECK(p->capability_mask == cap);
+    CHECK(p->local_port == lp);
+    CHECK(p->width_enabled == we);
+    CHECK(p->width_supported == ws);
+    CHECK(p->width_active == wa);
+    CHECK(p->speed_supported == ss);
+    CHECK(p->port_state == st);
+    CHECK(p->phys_state == ps);
+    CHECK(p->link_down_default == ldd);
+    CHECK(p->speed_active == sa);
+    CHECK(p->speed_enabled == se);
+    CHECK(p->capability_mask2 == cap2);
+    CHECK(p->speed_ext_active == xa);
+    CHECK(p->speed_ext_supported == xs);
+    CHECK(p->speed_ext_enabled == xe);
+  }
+  CHECK_FALSE(decode_port_info(std::vector<std::uint8_t>(kSmpDataSize - 1, 0)));
+}
+
+TEST_CASE("a link is degraded exactly when it trains below what both ends support and one enables", "[pma]") {
+  // 4x NDR both ends (1x|2x|4x supported, ext FDR..NDR): healthy.
+  const auto ndr = port_info(0x13, 0x13, 2, 15, 15, 8);
+  auto t = link_training(pi(ndr), pi(ndr));
+  CHECK_FALSE(t.degraded());
+  CHECK(t.active_width.name == "4x");
+  CHECK(t.active_speed.name == "NDR");
+  CHECK(t.possible_speed.name == "NDR");
+  // The same link trained at 1x: degraded, possible 4x.
+  const auto one_x = port_info(0x13, 0x13, 1, 15, 15, 8);
+  t = link_training(pi(one_x), pi(ndr));
+  CHECK(t.degraded());
+  CHECK(t.active_width.name == "1x");
+  CHECK(t.possible_width.name == "4x");
+  // Trained at HDR where both ends run NDR: degraded on speed.
+  const auto hdr_on_ndr = port_info(0x13, 0x13, 2, 15, 15, 4);
+  t = link_training(pi(hdr_on_ndr), pi(ndr));
+  CHECK(t.degraded());
+  CHECK(t.active_speed.name == "HDR");
+  CHECK(t.possible_speed.name == "NDR");
+  // An NDR switch port to an HDR HCA: HDR is the best they share, not degraded.
+  const auto hdr_hca = port_info(0x13, 0x13, 2, 7, 7, 4);
+  t = link_training(pi(hdr_on_ndr), pi(hdr_hca));
+  CHECK_FALSE(t.degraded());
+  CHECK(t.possible_speed.name == "HDR");
+  // Enabled 30 = "as supported".
+  const auto as_supported = port_info(0x13, 0x13, 2, 30, 15, 8);
+  CHECK_FALSE(link_training(pi(as_supported), pi(ndr)).degraded());
+  // Both ends configured to 1x on purpose: not a fault.
+  const auto cfg_1x = port_info(0x01, 0x13, 1, 15, 15, 8);
+  CHECK_FALSE(link_training(pi(cfg_1x), pi(cfg_1x)).degraded());
+  // Without IsExtendedSpeedsSupported the ext fields are ignored: QDR.
+  auto qdr = port_info(0x02, 0x02, 2, 15, 15, 8);
+  put32(qdr.data(), IB_PORT_CAPMASK_F, 0);
+  t = link_training(pi(qdr), pi(qdr));
+  CHECK(t.active_speed.name == "QDR");
+  CHECK_FALSE(t.degraded());
+  // A port without an active width (link down) never reads as degraded on its own speed field.
+  CHECK(widest(0).name.empty());
+}
+
+TEST_CASE("SMInfo decodes where libibmad encodes it", "[pma]") {
+  std::vector<std::uint8_t> b(kSmpDataSize, 0);
+  put64(b.data(), IB_SMINFO_GUID_F, 0x0002c90300a1b2c3ull);
+  put64(b.data(), IB_SMINFO_KEY_F, 0x1122334455667788ull);
+  put32(b.data(), IB_SMINFO_ACT_F, 0xdeadbeef);
+  put32(b.data(), IB_SMINFO_PRIO_F, 14);
+  put32(b.data(), IB_SMINFO_STATE_F, 3);
+  const auto s = decode_sm_info(b);
+  REQUIRE(s);
+  CHECK(s->guid == 0x0002c90300a1b2c3ull);
+  CHECK(s->sm_key == 0x1122334455667788ull);
+  CHECK(s->act_count == 0xdeadbeef);
+  CHECK(s->priority == 14);
+  CHECK(s->state == 3);
+  CHECK(sm_state_name(s->state) == "master");
+  CHECK(sm_state_name(2) == "standby");
+  CHECK_FALSE(decode_sm_info(std::vector<std::uint8_t>(20, 0)));
+}
+
+TEST_CASE("PortExtendedSpeedsCounters decode in both forms where libibmad encodes them", "[pma]") {
+  std::vector<std::uint8_t> b(192, 0);
+  put32(b.data(), IB_PESC_PORT_SELECT_F, 7);
+  put32(b.data(), IB_PESC_SYNC_HDR_ERR_CTR_F, 0x1234);
+  put32(b.data(), IB_PESC_UNK_BLOCK_CTR_F, 0x4321);
+  for (int i = 0; i < 12; ++i) {
+    put32(b.data(), static_cast<MAD_FIELDS>(IB_PESC_ERR_DET_CTR_LANE0_F + i), 100 + i);
+    put32(b.data(), static_cast<MAD_FIELDS>(IB_PESC_FEC_CORR_BLOCK_CTR_LANE0_F + i), 0x10000000u + i);
+    put32(b.data(), static_cast<MAD_FIELDS>(IB_PESC_FEC_UNCORR_BLOCK_CTR_LANE0_F + i), 0x20000000u + i);
+  }
+  auto c = decode_ext_speeds_counters(b, false);
+  REQUIRE(c);
+  CHECK(c->port_select == 7);
+  CHECK(c->sync_header_errors == 0x1234);
+  CHECK(c->unknown_blocks == 0x4321);
+  for (std::size_t i = 0; i < 12; ++i) {
+    CHECK(c->error_detection_per_lane[i] == 100 + i);
+    CHECK(c->fec_correctable_per_lane[i] == 0x10000000u + i);
+    CHECK(c->fec_uncorrectable_per_lane[i] == 0x20000000u + i);
+  }
+  std::vector<std::uint8_t> r(192, 0);
+  put32(r.data(), IB_PESC_RSFEC_PORT_SELECT_F, 3);
+  for (int i = 0; i < 12; ++i)
+    put32(r.data(), static_cast<MAD_FIELDS>(IB_PESC_RSFEC_FEC_CORR_SYMBOL_CTR_LANE0_F + i), 0xabc00000u + i);
+  put32(r.data(), IB_PESC_PORT_FEC_CORR_BLOCK_CTR_F, 0xfffffff0u);
+  put32(r.data(), IB_PESC_PORT_FEC_UNCORR_BLOCK_CTR_F, 5);
+  put32(r.data(), IB_PESC_PORT_FEC_CORR_SYMBOL_CTR_F, 0x01020304u);
+  c = decode_ext_speeds_counters(r, true);
+  REQUIRE(c);
+  CHECK(c->rs_fec);
+  CHECK(c->port_select == 3);
+  for (std::size_t i = 0; i < 12; ++i) CHECK(c->corrected_symbols_per_lane[i] == 0xabc00000u + i);
+  CHECK(c->correctable_blocks == 0xfffffff0u);
+  CHECK(c->uncorrectable_blocks == 5);
+  CHECK(c->corrected_symbols == 0x01020304u);
+  CHECK_FALSE(decode_ext_speeds_counters(std::vector<std::uint8_t>(151, 0), true));
+}
+
+TEST_CASE("SMP decoders take any bytes", "[pma]") {
+  for (int round = 0; round < 2000; ++round) {
+    std::vector<std::uint8_t> b(rng() % 200);
+    for (auto& x : b) x = static_cast<std::uint8_t>(rng());
+    if (auto p = decode_port_info(b)) {
+      (void)link_training(*p, *p);
+      (void)phys_state_name(p->phys_state);
+    }
+    (void)decode_sm_info(b);
+    (void)decode_ext_speeds_counters(b, round & 1);
+  }
+}

@@ -1,0 +1,303 @@
+#!/usr/bin/env python3
+"""Fabric link table against ibsim (issue 25): every link once with both ends, degraded exactly where
+a link trained below what its two ends could do (iblinkinfo on the same fabric is the reference for
+width, speed and far end), and a cable pulled after a discovery keeps its last-known far end until
+it is back.
+
+A persistent opensm (and a second one of higher priority) for the subnet manager series: one master
+with its priority and an advancing ActCount, a handover counted as a master change, and after both
+stop no master; the RdmaFabricNoMasterSm rule fires in a promtool test fed from that scrape.
+
+usage: test_fabric_links.py --exporter PATH links|sm
+Exit 0 = pass, else fail (also when the simulator cannot be installed or started).
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from exporter_harness import take_exporter_arg  # noqa: E402
+from exporter_harness import stop_process  # noqa: E402
+from ibsim_harness import Exporter, Sim, SetupError, get, parse_metrics, wait_for  # noqa: E402
+from test_pma import FAILS, check, eq  # noqa: E402  (one pass/fail reporter for the pma tests)
+
+
+# A two-level fat tree with names as a GPU cluster has them. ibsim 0.10 (Debian 12) trains up to
+# HDR: every link is 4x HDR (extspeed=7: FDR|EDR|HDR enabled), except
+#  - sw-leaf-02 port 2 <-> gpu-b02 port 1: the leaf end enables 1x only, the HCA end 1x|4x: the
+#    link trains at 1x where both ends support 4x and one enables it: degraded on width;
+#  - sw-leaf-01 port 1 <-> gpu-a01: its leaf end is re-enabled for FDR|EDR only after the SM's
+#    sweep (ibportstate espeed 3), so it retrains at EDR where both ends support HDR: degraded on
+#    speed.
+NET = """extspeed=7
+
+Switch\t4 "sw-spine-01"
+[1]\t"sw-leaf-01"[3]
+[2]\t"sw-leaf-02"[3]
+
+Switch\t4 "sw-spine-02"
+[1]\t"sw-leaf-01"[4]
+[2]\t"sw-leaf-02"[4]
+
+Switch\t4 "sw-leaf-01"
+[1]\t"gpu-a01 mlx5_0"[1]
+[2]\t"gpu-a02 mlx5_0"[1]
+[3]\t"sw-spine-01"[1]
+[4]\t"sw-spine-02"[1]
+
+Switch\t4 "sw-leaf-02"
+[1]\t"gpu-b01 mlx5_0"[1]
+[2]\t"gpu-b02 mlx5_0"[1]\tw=1
+[3]\t"sw-spine-01"[2]
+[4]\t"sw-spine-02"[2]
+
+Hca\t1 "gpu-a01 mlx5_0"
+[1]\t"sw-leaf-01"[1]
+
+Hca\t1 "gpu-a02 mlx5_0"
+[1]\t"sw-leaf-01"[2]
+
+Hca\t1 "gpu-b01 mlx5_0"
+[1]\t"sw-leaf-02"[1]
+
+Hca\t1 "gpu-b02 mlx5_0"
+[1]\t"sw-leaf-02"[2]\tw=3
+"""
+
+RATE = {"2.5": "SDR", "5.0": "DDR", "10.0": "QDR", "14.0625": "FDR", "25.78125": "EDR", "53.125": "HDR",
+        "106.25": "NDR"}
+
+
+def iblinkinfo(sim):
+    """{(switch guid, port): (width, speed, far name, far port)} of every active switch port."""
+    out = sim.run(["iblinkinfo"]).stdout
+    res, guid = {}, None
+    for line in out.splitlines():
+        m = re.match(r"^Switch: (0x[0-9a-f]+) ", line)
+        if m:
+            guid = m.group(1)
+            continue
+        if line.startswith("CA:"):
+            guid = None
+            continue
+        m = re.match(r'^\s+\d+\s+(\d+)\[\s*\]\s+==\(\s*(\d+)X\s+([\d.]+) Gbps\s+Active/\s+LinkUp\)==>\s+\d+\s+(\d+)\[\s*\]\s+"([^"]*)"',
+                     line)
+        if guid and m:
+            res[(guid, int(m.group(1)))] = (m.group(2) + "x", RATE[m.group(3)], m.group(5), int(m.group(4)))
+    return res
+
+
+def links(m):
+    """[(labels dict, value)] of rdma_pma_fabric_link_info."""
+    return [dict(l) for n, l in m if n == "rdma_pma_fabric_link_info"]
+
+
+def find_link(m, guid, port):
+    for l in links(m):
+        if (l["node_guid"], l["port"]) == (guid, str(port)) or (l["remote_guid"], l["remote_port"]) == (guid, str(port)):
+            return l
+    return None
+
+
+def link_id(l):
+    return {k: l[k] for k in ("node_guid", "port", "remote_guid", "remote_port")}
+
+
+def degraded(m, l):
+    hits = [(dict(lab), v) for (n, lab), v in m.items()
+            if n == "rdma_pma_fabric_link_degraded" and all(dict(lab)[k] == x for k, x in link_id(l).items())]
+    if len(hits) != 1:
+        raise KeyError("degraded %s: %d" % (link_id(l), len(hits)))
+    return hits[0]
+
+
+def discoveries_settle(e, n=2, timeout=60):
+    """Waits for n more refreshes (each runs a discovery with the 1 s discovery period used here)."""
+    start = get(e.metrics(), "rdma_pma_fabric_refreshes_total")
+    wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_refreshes_total") >= start + n, timeout,
+             what="%d more fabric refreshes" % n)
+    time.sleep(1.2)  # past one discovery period
+    start = get(e.metrics(), "rdma_pma_fabric_refreshes_total")
+    wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_refreshes_total") >= start + n, timeout,
+             what="%d refreshes after a discovery" % n)
+
+
+def case_links(sim, exe):
+    lids = sim.lids()
+    r = sim.run(["ibportstate", str(lids["sw-leaf-01"]), "1", "espeed", "3"])
+    eq(r.returncode, 0, "ibportstate espeed 3 on sw-leaf-01 port 1 (%s)" % r.stderr.strip()[-200:])
+    ref = iblinkinfo(sim)
+    eq(len(ref), 12, "iblinkinfo: 12 active switch ports (4 leaf-spine links seen from both ends, 4 leaf-host)")
+    # snapshot mode: the refresh also asks PortExtendedSpeedsCounters, which ibsim refuses
+    e = Exporter(sim, exe, "--collector.pma.fabric", "--collector.pma.fabric-period=300ms",
+                 "--collector.pma.fabric-discovery-period=1s")
+    wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_links", state="up") > 0, 60, what="first discovery")
+    wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_refreshes_total") >= 3, 60, what="3 refreshes")
+    text = e.text()
+    m = parse_metrics(text)
+    eq(get(m, "rdma_pma_fabric_links", state="up"), 8, "8 links (4 leaf-spine, 4 leaf-host), each once")
+    eq(len(links(m)), 8, "8 link_info series")
+    # every link against iblinkinfo: width, speed, far end
+    for (guid, port), (width, speed, far_name, far_port) in sorted(ref.items()):
+        l = find_link(m, guid, port)
+        check(l is not None, "link of %s port %d present" % (guid, port))
+        if l is None:
+            continue
+        here_a = (l["node_guid"], l["port"]) == (guid, str(port))
+        eq((l["remote_name"] if here_a else l["node_name"], int(l["remote_port"] if here_a else l["port"])),
+           (far_name, far_port), "%s port %d far end as iblinkinfo" % (guid, port))
+        lab, _ = degraded(m, l)
+        eq((lab["active_width"], lab["active_speed"]), (width, speed), "%s port %d width/speed as iblinkinfo" % (guid, port))
+    bad = sorted((l["node_name"], l["port"], l["remote_name"], l["remote_port"]) for l in links(m) if degraded(m, l)[1] == 1)
+    eq(bad, [("sw-leaf-01", "1", "gpu-a01 mlx5_0", "1"), ("sw-leaf-02", "2", "gpu-b02 mlx5_0", "1")],
+       "exactly the two links below their ends' best are degraded, named by both ends")
+    w = degraded(m, find_link(m, [l for l in links(m) if l["remote_name"] == "gpu-b02 mlx5_0"][0]["node_guid"], 2))[0]
+    eq((w["active_width"], w["possible_width"], w["active_speed"], w["possible_speed"]), ("1x", "4x", "HDR", "HDR"),
+       "width-degraded link: 1x where 4x is possible")
+    s = degraded(m, [l for l in links(m) if l["remote_name"] == "gpu-a01 mlx5_0"][0])[0]
+    eq((s["active_width"], s["possible_width"], s["active_speed"], s["possible_speed"]), ("4x", "4x", "EDR", "HDR"),
+       "speed-degraded link: EDR where HDR is possible")
+    eq(get(m, "rdma_pma_fabric_links_degraded"), 2, "links_degraded = 2")
+    eq(get(m, "rdma_pma_fabric_link_changes_total", change="appeared"), 0, "the first discovery is the baseline")
+    # PortExtendedSpeedsCounters: ibsim does not answer it: state (asked once per discovery), not an error
+    check(not any(n.startswith("rdma_pma_fabric_port_fec_") for n, _ in m), "no FEC series where 0x1F is refused")
+    check("answers PortExtendedSpeedsCounters with no reply" in e.log(), "the refusal is logged")
+    eq(sum(v for (n, l), v in m.items() if n == "rdma_exporter_collector_errors_total"), 0, "no collector errors")
+    # pull the cable of gpu-b01 after a discovery: the leaf port keeps its far end and the time
+    gone = [l for l in links(m) if l["remote_name"] == "gpu-b01 mlx5_0"][0]
+    seen_before = get(m, "rdma_pma_fabric_link_last_seen_up_timestamp_seconds", **link_id(gone))
+    sim.cmd('Unlink "sw-leaf-02"[1]')
+    wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_link_up", **link_id(gone)) == 0, 60, what="link down")
+    discoveries_settle(e)
+    m = parse_metrics(e.text())
+    eq(get(m, "rdma_pma_fabric_link_info", **gone), 1, "the down link keeps its last-known far end (name, port)")
+    last = get(m, "rdma_pma_fabric_link_last_seen_up_timestamp_seconds", **link_id(gone))
+    check(seen_before <= last < time.time(), "last seen up %r: at or after the first discovery, before now" % last)
+    eq(get(m, "rdma_pma_fabric_links", state="down"), 1, "one link down")
+    eq(get(m, "rdma_pma_fabric_links", state="up"), 7, "seven up")
+    eq(get(m, "rdma_pma_fabric_link_changes_total", change="disappeared"), 1, "disappeared once, over several discoveries")
+    check(not any(n == "rdma_pma_fabric_link_degraded" and all(dict(l).get(k) == v for k, v in link_id(gone).items())
+                  for n, l in m), "no degraded series for a link that is down")
+    # ReLink and an SM sweep: back, each change counted once
+    sim.cmd('ReLink "sw-leaf-02"[1]')
+    r = sim.run(["opensm", "--once", "-f", os.path.join(sim.dir, "osm2.log")], timeout=60)
+    eq(r.returncode, 0, "SM sweep after ReLink")
+    wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_link_up", **link_id(gone)) == 1, 60, what="link back")
+    discoveries_settle(e)
+    m = parse_metrics(e.text())
+    eq(get(m, "rdma_pma_fabric_links", state="up"), 8, "eight up again")
+    eq(get(m, "rdma_pma_fabric_links", state="down"), 0, "none down")
+    eq(get(m, "rdma_pma_fabric_link_changes_total", change="appeared"), 1, "appeared once")
+    eq(get(m, "rdma_pma_fabric_link_changes_total", change="disappeared"), 1, "disappeared still once")
+    eq(len(links(m)), 8, "8 link_info series: the returned link is the same series")
+    size = sum(len(line) + 1 for line in e.text().splitlines() if line.startswith("rdma_pma_fabric_link_"))
+    print("exposition bytes per link (info, up, last seen, degraded): %d" % (size // 8))
+    eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
+
+
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+
+def start_sm(sim, node, priority):
+    """A persistent opensm on `node` (ibsim allows one SM per node), sweeping every second."""
+    env = dict(sim.shim_env, SIM_HOST=node)
+    log = os.path.join(sim.dir, "osm-%d.log" % priority)
+    return sim.track(subprocess.Popen(["opensm", "-f", log, "-p", str(priority), "-s", "1"], cwd=sim.dir, env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
+
+
+def sm_of(m, node_name):
+    hits = [dict(l)["sm_guid"] for n, l in m if n == "rdma_pma_fabric_sm_info" and dict(l)["node_name"] == node_name]
+    if len(hits) != 1:
+        raise KeyError("sm_info %s: %d" % (node_name, len(hits)))
+    return hits[0]
+
+
+def promtool_fires(scraped_masters):
+    """The generated promtool case of RdmaFabricNoMasterSm, its input replaced by the scraped value."""
+    with open(os.path.join(REPO, "tests", "deploy", "rules.test.yml")) as f:
+        generated = yaml.safe_load(f)
+    case = [t for t in generated["tests"] if t["alert_rule_test"][0]["alertname"] == "RdmaFabricNoMasterSm"
+            and t["alert_rule_test"][0]["exp_alerts"]][0]
+    case["input_series"] = [{"series": 'rdma_pma_fabric_sm_masters{job="rdma-exporter", instance="node1"}',
+                             "values": "1 %dx20" % scraped_masters}]
+    with tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False) as f:
+        yaml.safe_dump({"rule_files": [os.path.abspath(os.path.join(REPO, "deploy", "prometheus",
+                                                                    "rdma-exporter.rules.yml"))],
+                        "evaluation_interval": "1m", "tests": [case]}, f)
+    r = subprocess.run(["promtool", "test", "rules", f.name], capture_output=True, text=True, timeout=60)
+    os.unlink(f.name)
+    return r
+
+
+def case_sm(sim, exe):
+    sm1 = start_sm(sim, "gpu-b01 mlx5_0", 1)
+    wait_for(lambda: "SMINFO_MASTER" in sim.run(["sminfo"]).stdout, 30, what="opensm master")
+    e = Exporter(sim, exe, "--collector.pma.fabric", "--collector.pma.fabric-period=300ms",
+                 "--collector.pma.fabric-discovery-period=1s", "--collector.pma.fabric-snapshot=false")
+    wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_sm_masters") == 1, 60, what="one master")
+    m = e.metrics()
+    g1 = sm_of(m, "gpu-b01 mlx5_0")
+    eq(get(m, "rdma_pma_fabric_sm_state", sm_guid=g1, state="master"), 1, "opensm on gpu-b01 is master")
+    eq(get(m, "rdma_pma_fabric_sm_priority", sm_guid=g1), 1, "its priority")
+    ref = re.search(r"sm lid (\d+) sm guid (0x[0-9a-f]+)", sim.run(["sminfo"]).stdout)
+    eq(int(ref.group(2), 16), int(g1, 16), "SM GUID as sminfo reports it")
+    eq(get(m, "rdma_pma_fabric_sm_info", sm_guid=g1, node_name="gpu-b01 mlx5_0"), 1, "sm_info names its node")
+    check(dict([l for n, l in m if n == "rdma_pma_fabric_sm_info"][0])["lid"] == ref.group(1), "sm_info lid = sminfo's")
+    a1 = get(m, "rdma_pma_fabric_sm_act_count", sm_guid=g1)
+    a2 = wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_sm_act_count", sm_guid=g1) > a1 and
+                  get(e.metrics(), "rdma_pma_fabric_sm_act_count", sm_guid=g1), 30, what="ActCount advancing")
+    check(a2 > a1, "ActCount advances: %d -> %d" % (a1, a2))
+    eq(get(m, "rdma_pma_fabric_sm_stuck", sm_guid=g1), 0, "not stuck")
+    eq(get(m, "rdma_pma_fabric_sm_master_changes_total"), 0, "no master change yet")
+    # a second SM of higher priority takes over: one master change
+    sm2 = start_sm(sim, "gpu-a01 mlx5_0", 10)
+    wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_sm_master_changes_total") == 1, 120, what="master change")
+    wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_sm_masters") == 1, 30, what="one master after the handover")
+    m = e.metrics()
+    g2 = sm_of(m, "gpu-a01 mlx5_0")
+    eq(get(m, "rdma_pma_fabric_sm_state", sm_guid=g2, state="master"), 1, "the priority-10 SM is master")
+    eq(get(m, "rdma_pma_fabric_sm_priority", sm_guid=g2), 10, "its priority")
+    eq(get(m, "rdma_pma_fabric_sm_state", sm_guid=g1, state="standby"), 1, "the first SM is standby")
+    # both stop: no master within a few refreshes
+    t0 = time.monotonic()
+    stop_process(sm2)
+    stop_process(sm1)
+    wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_sm_masters") == 0, 60, what="no master")
+    print("no master %.1f s after both SMs stopped (fabric-period 300ms)" % (time.monotonic() - t0))
+    m = e.metrics()
+    eq(get(m, "rdma_pma_fabric_sm_master_changes_total"), 1, "stopping is not a master change")
+    check(get(m, "rdma_pma_fabric_sm_query_failures_total") > 0, "the stopped SMs' SMInfo failures are counted")
+    r = promtool_fires(get(m, "rdma_pma_fabric_sm_masters"))
+    eq(r.returncode, 0, "RdmaFabricNoMasterSm fires on the scraped value (promtool: %s)" % (r.stdout + r.stderr).strip()[-300:])
+    eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
+
+
+def main():
+    exe = take_exporter_arg()
+    case = sys.argv[1]
+    try:
+        sim = Sim(NET, host="gpu-a02 mlx5_0")
+    except SetupError as s:
+        print("FAIL - test bed:", s)
+        return 1
+    try:
+        {"links": case_links, "sm": case_sm}[case](sim, exe)
+    except Exception as ex:  # noqa: BLE001 - report, clean up, fail
+        import traceback
+        traceback.print_exc()
+        FAILS.append(repr(ex))
+    finally:
+        sim.close()
+    print("%s: %d failed" % (case, len(FAILS)))
+    return 1 if FAILS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
