@@ -223,7 +223,9 @@ def promtool_fires(scraped_masters):
     """The generated promtool case of RdmaFabricNoMasterSm, its input replaced by the scraped value."""
     with open(os.path.join(REPO, "tests", "deploy", "rules.test.yml")) as f:
         generated = yaml.safe_load(f)
-    case = [t for t in generated["tests"] if t["alert_rule_test"][0]["alertname"] == "RdmaFabricNoMasterSm"
+    # Alert cases only: the file also holds the recording rules' promql_expr_test cases.
+    alert_cases = [t for t in generated["tests"] if "alert_rule_test" in t]
+    case = [t for t in alert_cases if t["alert_rule_test"][0]["alertname"] == "RdmaFabricNoMasterSm"
             and t["alert_rule_test"][0]["exp_alerts"]][0]
     case["input_series"] = [{"series": 'rdma_pma_fabric_sm_masters{job="rdma-exporter", instance="node1"}',
                              "values": "1 %dx20" % scraped_masters}]
