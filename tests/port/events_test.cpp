@@ -57,7 +57,8 @@ TEST_CASE("port event book: events counted, state changes timed, time not ACTIVE
   CHECK(book.snapshot(t0 + std::chrono::seconds(105)).devices.at("rxe0").ports.at(1).not_active_seconds == Approx(35.0));
   // A port first seen down counts from then, without a change.
   book.seen("rxe1", 1, false, t0);
-  const auto& q = book.snapshot(t0 + std::chrono::seconds(5)).devices.at("rxe1").ports.at(1);
+  const auto later = book.snapshot(t0 + std::chrono::seconds(5));  // q refers into it: keep it alive
+  const auto& q = later.devices.at("rxe1").ports.at(1);
   CHECK(q.not_active_seconds == Approx(5.0));
   CHECK(q.state_changes == 0);
   CHECK_FALSE(q.last_change);

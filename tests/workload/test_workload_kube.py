@@ -81,8 +81,11 @@ class KubernetesNames(unittest.TestCase):
         """Scrapes until cond(samples) holds (at most tries x 0.2 s: a few list periods)."""
         for _ in range(tries):
             samples, _ = e.scrape()
-            if cond(samples):
-                return samples
+            try:
+                if cond(samples):
+                    return samples
+            except AssertionError:  # value(): the series is not there yet (the first list still runs)
+                pass
             time.sleep(0.2)
         self.fail("%s: not seen; last scrape %s; log %s" % (what, e.get()[2][-3000:], e.read_log()[-2000:]))
 
