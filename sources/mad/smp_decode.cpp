@@ -58,7 +58,10 @@ Speed fastest(std::uint8_t speed_bits, std::uint8_t ext_bits) {
 namespace {
 std::uint8_t ext_enabled_bits(const PortInfo& p) {
   if (!p.ext_speeds()) return 0;
-  if (p.speed_ext_enabled == 30) return p.speed_ext_supported;  // "set to supported"
+  // IBA 14.2.5.6 LinkSpeedExtEnabled: 30 = extended speeds disabled; 31 = "set to
+  // LinkSpeedExtSupported", a value for Set() that some agents also read back.
+  if (p.speed_ext_enabled == 30) return 0;
+  if (p.speed_ext_enabled == 31) return p.speed_ext_supported;
   return static_cast<std::uint8_t>(p.speed_ext_enabled & 0x0f);
 }
 std::uint8_t ext_supported_bits(const PortInfo& p) { return p.ext_speeds() ? p.speed_ext_supported : 0; }

@@ -130,9 +130,11 @@ TEST_CASE("a link is degraded exactly when it trains below what both ends suppor
   t = link_training(pi(hdr_on_ndr), pi(hdr_hca));
   CHECK_FALSE(t.degraded());
   CHECK(t.possible_speed.name == "HDR");
-  // Enabled 30 = "as supported".
-  const auto as_supported = port_info(0x13, 0x13, 2, 30, 15, 8);
+  // Enabled 31 = "as supported"; 30 = extended speeds disabled on that end.
+  const auto as_supported = port_info(0x13, 0x13, 2, 31, 15, 8);
   CHECK_FALSE(link_training(pi(as_supported), pi(ndr)).degraded());
+  const auto ext_off = port_info(0x13, 0x13, 2, 30, 15, 0);
+  CHECK(link_training(pi(ext_off), pi(ext_off)).possible_speed.name == "QDR");
   // Both ends configured to 1x on purpose: not a fault.
   const auto cfg_1x = port_info(0x01, 0x13, 1, 15, 15, 8);
   CHECK_FALSE(link_training(pi(cfg_1x), pi(cfg_1x)).degraded());
