@@ -39,6 +39,21 @@ def reachable_by_others(path):
         return False
 
 
+def reachable_temp_dir():
+    """Where to put what nobody must reach: the temporary directory when others can search it and
+    every directory above it, else /tmp (a root user's TMPDIR may be under /root, mode 0700)."""
+    tmp = tempfile.gettempdir()
+    return tmp if reachable_by_others(os.path.join(tmp, ".")) else "/tmp"
+
+
+def private_dir(prefix):
+    """A new private temporary directory that nobody can read (mode 0755, where nobody reaches it):
+    for the trees an unprivileged exporter reads. The caller removes it."""
+    d = tempfile.mkdtemp(prefix=prefix, dir=reachable_temp_dir())
+    os.chmod(d, 0o755)
+    return d
+
+
 def linked_libraries(binary):
     """The shared libraries `binary` loads, as the dynamic loader resolves them for this process
     (ldd: the RUNPATH, LD_LIBRARY_PATH, the system's)."""
@@ -100,7 +115,7 @@ class StagedBinary:
     """A staged copy of `binary` in a private temporary directory; remove() deletes it."""
 
     def __init__(self, binary):
-        self.dir = tempfile.mkdtemp(prefix="rdma-unprivileged-")
+        self.dir = private_dir("rdma-unprivileged-")
         try:
             self.path = stage(binary, self.dir)
         except BaseException:
