@@ -16,12 +16,12 @@ the test). As root, the exporter runs as nobody:nogroup, so that chmod 000 stops
 import http.client
 import os
 import shutil
-import tempfile
 import threading
 import time
 import unittest
 
 from hlib import Daemon, args, gen_sysfs, parse_text, series
+from unprivileged import private_dir
 
 A = args()
 EXE = A.exporter
@@ -97,8 +97,7 @@ class CounterFile:
 
 class Faults(unittest.TestCase):
     def setUp(self):
-        self.d0 = tempfile.mkdtemp(prefix="hard-faults-")
-        os.chmod(self.d0, 0o755)  # the unprivileged exporter reads the tree
+        self.d0 = private_dir("hard-faults-")  # the unprivileged exporter reads the tree
         self.sysfs = gen_sysfs(os.path.join(self.d0, "sys"))
         self.ib = os.path.join(self.sysfs, "class", "infiniband")
         self.dev = os.path.realpath(os.path.join(self.ib, "mlx5_0"))

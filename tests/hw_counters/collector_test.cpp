@@ -12,6 +12,7 @@
 
 using namespace rdma::collectors::hw_counters;
 using namespace hwtest;
+using rdma::testing::reachable_temp_directory;
 using rdma::testing::Unprivileged;
 
 namespace {
@@ -240,7 +241,7 @@ TEST_CASE("broken and vanishing input is counted, the rest still exported") {
 }
 
 TEST_CASE("an unreadable hw_counters directory is an error, not a crash") {
-  TempTree t;
+  TempTree t(reachable_temp_directory());  // not under a TMPDIR in /root (mode 0700)
   chmod(t.root().c_str(), 0755);  // the tree is readable by nobody, but for the one directory
   t.port_counter("rxe0", 1, "sent_pkts", 1);
   t.port_counter("rxe1", 1, "sent_pkts", 2);

@@ -29,6 +29,7 @@ using rdma::exporter::MetricType;
 class TempTree : public rdma::testing::TempTree {
  public:
   TempTree() : rdma::testing::TempTree("hw_counters_test") {}
+  explicit TempTree(const std::filesystem::path& parent) : rdma::testing::TempTree("hw_counters_test", parent) {}
   std::string dev_path(const std::string& dev) const { return root() + "/class/infiniband/" + dev; }
   std::string port_path(const std::string& dev, int port) const {
     return dev_path(dev) + "/ports/" + std::to_string(port);

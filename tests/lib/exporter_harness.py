@@ -15,6 +15,9 @@ import time
 import urllib.parse
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import unprivileged  # noqa: E402
+
 SYSFS_GEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sysfs_gen.py")
 
 SAMPLE_RE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
@@ -32,10 +35,12 @@ def take_exporter_arg():
     return os.environ.get("RDMA_EXPORTER", "")
 
 
-def write_tree(root, profile="fixtures", with_manifest=False):
+def write_tree(root, profile="fixtures", with_manifest=False, devices=None):
     """Writes a generated sysfs tree at root (tests/lib/sysfs_gen.py); returns its manifest
-    (every file written and its exact content) when asked for."""
+    (every file written and its exact content) when asked for. devices: the bench profile's HCAs."""
     args = [sys.executable, SYSFS_GEN, root, "--profile", profile]
+    if devices is not None:
+        args += ["--devices", str(devices)]
     manifest = root + ".manifest.json"
     if with_manifest:
         args += ["--manifest", manifest]
@@ -107,15 +112,25 @@ class Exporter:
     started ready (/healthz answers) unless wait=False. Subclasses change how readiness is asked
     (healthy()) and the URL (scheme, host)."""
 
-    def __init__(self, binary, *args, env=None, wait=True, scheme="http", host="127.0.0.1", user=None):
+    def __init__(self, binary, *args, env=None, wait=True, scheme="http", host="127.0.0.1", user=None,
+                 cwd=None, log_dir=None):
+        """cwd: the exporter's working directory; log_dir: where its log file goes (default: the
+        system's temporary directory; the log is removed by stop() there, kept in a log_dir)."""
         self.port = free_port()
-        self.args = [binary, f"--web.listen-address=127.0.0.1:{self.port}", *args]
-        self.logf = tempfile.NamedTemporaryFile(prefix="rdma_exporter-", suffix=".log", delete=False)
+        self.log_dir = log_dir
+        self.logf = tempfile.NamedTemporaryFile(prefix="rdma_exporter-", suffix=".log", delete=False, dir=log_dir)
         # user=(user, group): the exporter runs as that user, with no supplementary groups (a test
-        # running as root needs an unprivileged exporter to see permission errors).
-        ids = dict(user=user[0], group=user[1], extra_groups=[]) if user else {}
+        # running as root needs an unprivileged exporter to see permission errors). The user may
+        # not reach the binary where it was built (a checkout under /root, mode 0700): it runs a
+        # copy staged where it can (tests/lib/unprivileged.py).
+        ids = {}
+        if user:
+            ids = dict(user=user[0], group=user[1], extra_groups=[])
+            self.staged = unprivileged.StagedBinary(binary)
+            binary = self.staged.path
+        self.args = [binary, f"--web.listen-address=127.0.0.1:{self.port}", *args]
         self.proc = subprocess.Popen(self.args, stdout=self.logf, stderr=subprocess.STDOUT,
-                                     env={**os.environ, **(env or {})}, **ids)
+                                     env={**os.environ, **(env or {})}, cwd=cwd, **ids)
         self.url = f"{scheme}://{host}:{self.port}"
         if wait:
             self.wait_ready()
@@ -144,9 +159,9 @@ class Exporter:
         with open(self.logf.name) as f:
             return f.read()
 
-    def get(self, path="/metrics", headers=None):
+    def get(self, path="/metrics", headers=None, timeout=60):
         req = urllib.request.Request(self.url + path, headers=headers or {})
-        with urllib.request.urlopen(req, timeout=60) as r:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
             body = r.read()
             if r.headers.get("Content-Encoding") == "gzip":
                 body = gzip.decompress(body)
@@ -156,9 +171,14 @@ class Exporter:
         return parse_text(self.get()[2])
 
     def stop(self):
-        stop_process(self.proc)
-        with contextlib.suppress(OSError):
-            os.unlink(self.logf.name)
+        """Stops the exporter; returns its exit status."""
+        rc = stop_process(self.proc)
+        if self.log_dir is None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.logf.name)
+        if getattr(self, "staged", None):
+            self.staged.remove()
+        return rc
 
     def __enter__(self):
         return self

@@ -14,9 +14,9 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import exporter_harness  # noqa: E402
 from exporter_harness import stop_process  # noqa: E402
 
 # opensm itself is unpacked, not installed (its postinst would start a subnet manager on any host
@@ -229,61 +229,45 @@ class Sim:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
-class Exporter:
+class Exporter(exporter_harness.Exporter):
+    """The shared runner (tests/lib/exporter_harness.py) under the simulator: its shim in the
+    environment, the simulator's directory as working directory and for the log, one collector."""
+
     def __init__(self, sim, binary, *args, env=None, collector="pma", sysfs=None):
         """env: variables added to the simulator's (e.g. an LD_PRELOAD that includes sim.shim);
         collector: the one collector enabled; sysfs: the --path.sysfs tree (default: an empty one)."""
         self.sim = sim
         self.sysfs = sysfs or tempfile.mkdtemp(dir=sim.dir, prefix="sysfs-")
-        self.errlog = open(os.path.join(sim.dir, "exporter-%d.log" % len(sim.procs)), "w+")
-        argv = [binary, "--web.listen-address=127.0.0.1:0", "--path.sysfs=" + self.sysfs,
-                "--collector.disable-defaults", "--collector." + collector, "--log.level=debug"] + list(args)
-        self.proc = sim.track(subprocess.Popen(argv, cwd=sim.dir, env=dict(sim.shim_env, **(env or {})),
-                                               stdout=self.errlog, stderr=subprocess.STDOUT, text=True))
-        sim.exporters.append(self)
-        self.port = None
-        deadline = time.monotonic() + 20
-        while self.port is None:
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("exporter did not start: %s" % self.log())
-            m = re.search(r"\(port (\d+)", self.log())
-            if m:
-                self.port = int(m.group(1))
-            else:
-                time.sleep(0.05)
+        super().__init__(binary, "--path.sysfs=" + self.sysfs, "--collector.disable-defaults",
+                         "--collector." + collector, "--log.level=debug", *args,
+                         env=dict(sim.shim_env, **(env or {})), cwd=sim.dir, log_dir=sim.dir)
+        sim.track(self.proc)
+        sim.exporters.append(self)  # close() prints the log of one that died
 
     def log(self):
-        self.errlog.flush()
-        with open(self.errlog.name) as f:
-            return f.read()
+        return self.read_log()
 
     def text(self, timeout=30):
-        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.port, timeout=timeout) as r:
-            return r.read().decode()
+        return self.get(timeout=timeout)[2]
 
     def metrics(self, timeout=30):
         return parse_metrics(self.text(timeout))
 
-    def stop(self):
-        return stop_process(self.proc)
-
 
 def parse_labels(s):
-    return tuple(sorted(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', s or "")))
+    """The labels of one exposition line's {...} as a sorted tuple of (name, unescaped value)."""
+    return tuple(sorted((k, exporter_harness.unescape(v)) for k, v in exporter_harness.LABEL_RE.findall(s or "")))
+
+
+def _number(v):
+    return int(v) if re.fullmatch(r"-?\d+", v) else float(v)
 
 
 def parse_metrics(text):
-    """{(name, ((label, value), ...)): value as int when integral text, else float}."""
-    res = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        m = re.match(r"^([a-zA-Z_:][\w:]*)(?:\{(.*)\})?\s+(\S+)$", line)
-        if not m:
-            continue
-        v = m.group(3)
-        res[(m.group(1), parse_labels(m.group(2)))] = int(v) if re.fullmatch(r"-?\d+", v) else float(v)
-    return res
+    """{(name, ((label, value), ...)): value as int when integral text, else float}: the shared
+    parser's samples (tests/lib/exporter_harness.py parse_text), keyed by sorted label tuples."""
+    samples, _ = exporter_harness.parse_text(text)
+    return {(name, tuple(sorted(labels))): _number(v) for (name, labels), v in samples.items()}
 
 
 def get(metrics, name, **labels):

@@ -14,8 +14,11 @@ namespace rdma::testing {
 
 class TempTree {
  public:
-  explicit TempTree(const std::string& prefix = "rdma_test") {
-    std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + ".XXXXXX")).string();
+  // parent: where the tree goes (a test that reads it as nobody passes
+  // reachable_temp_directory() from unprivileged.h).
+  explicit TempTree(const std::string& prefix = "rdma_test",
+                    const std::filesystem::path& parent = std::filesystem::temp_directory_path()) {
+    std::string tmpl = (parent / (prefix + ".XXXXXX")).string();
     root_ = mkdtemp(tmpl.data());
   }
   ~TempTree() {

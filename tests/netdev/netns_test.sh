@@ -16,6 +16,7 @@
 set -uo pipefail
 
 source "$(dirname "$0")/../lib/exporter_arg.sh"
+source "$(dirname "$0")/../lib/common.sh"
 [[ -x "$EXPORTER" ]] || { echo "FATAL: $EXPORTER is not executable"; exit 2; }
 if [[ $(id -u) -ne 0 ]]; then echo "FATAL: the netns test needs root (ip netns add, veth)"; exit 1; fi
 for tool in ip ethtool curl promtool; do
@@ -36,10 +37,6 @@ trap cleanup EXIT
 if ! ip netns add "$NS" 2>"$WORK/err"; then echo "FATAL: cannot create a network namespace: $(cat "$WORK/err")"; exit 1; fi
 ip netns add "$NS2" || { echo "FATAL: second netns"; exit 1; }
 
-OK=0
-FAILED=0
-ok() { echo "  ok: $*"; OK=$((OK + 1)); }
-bad() { echo "  FAIL: $*"; FAILED=$((FAILED + 1)); }
 in_ns() { ip netns exec "$NS" "$@"; }
 
 # No IPv6: no router solicitations or DAD packets move the counters on their own.
@@ -109,20 +106,17 @@ for i in $(seq 200); do
   kill -0 "$EXPORTER_PID" 2>/dev/null || { echo "FATAL: exporter exited"; cat "$WORK/exporter.log"; exit 1; }
   sleep 0.1
 done
-scrape() { in_ns curl -sf -o "$1" http://127.0.0.1:9661/metrics || { echo "FATAL: scrape failed"; exit 1; }; }
-# value FILE NAME LABELS-REGEX: the value of the one sample of NAME whose label text matches
-value() { awk -v n="$2" -v re="$3" '$0 !~ /^#/ { split($0, a, "{"); if (a[1] == n && $0 ~ re) print $NF }' "$1"; }
+# scrape, value, expect_value, expect_absent: tests/lib/common.sh, through the namespace
+SCRAPE_VIA="ip netns exec $NS"
+SCRAPE_URL=http://127.0.0.1:9661/metrics
+EXPORTER_LOG=$WORK/exporter.log
 ethtool_stat() { in_ns ethtool -S "${2:-vA}" | awk -v s="$1" -F': *' '{ gsub(/^ +/, "", $1) } $1 == s { print $2 }'; }
-expect() {  # FILE WANT NAME LABELS-REGEX
-  local got; got=$(value "$1" "$3" "$4")
-  if [[ "$got" == "$2" ]]; then ok "$3{$4} = $got"; else bad "$3{$4} = '${got}', expected $2"; fi
-}
 
 compare_with_ethtool() {  # FILE
   local s want
   for s in ${STATS//,/ }; do
     want=$(ethtool_stat "$s")
-    expect "$1" "$want" rdma_netdev_ethtool_stat "device=\"rxe_nd\".*netdev=\"vA\".*stat=\"$s\""
+    expect_value "$1" "$want" rdma_netdev_ethtool_stat device=rxe_nd netdev=vA stat="$s"
   done
 }
 
@@ -130,10 +124,10 @@ echo "== before traffic"
 M1=$WORK/m1
 scrape "$M1"
 compare_with_ethtool "$M1"
-before=$(value "$M1" rdma_netdev_ethtool_stat 'netdev="vA",stat="rx_queue_0_xdp_packets"')
-expect "$M1" 1 rdma_netdev_present 'netdev="vA"'
-expect "$M1" 1 rdma_netdev_info 'netdev="vA",driver="veth"'
-expect "$M1" 0 rdma_netdev_present 'netdev="ndgone0"'
+before=$(value "$M1" rdma_netdev_ethtool_stat netdev=vA stat=rx_queue_0_xdp_packets)
+expect_value "$M1" 1 rdma_netdev_present netdev=vA
+expect_value "$M1" 1 rdma_netdev_info netdev=vA driver=veth
+expect_value "$M1" 0 rdma_netdev_present netdev=ndgone0
 
 echo "== 50 UDP datagrams vB -> vA"
 ip netns exec "$NS2" bash -c 'for i in $(seq 50); do echo payload >/dev/udp/10.99.0.1/9; done'
@@ -145,7 +139,7 @@ done
 M2=$WORK/m2
 scrape "$M2"
 compare_with_ethtool "$M2"
-after=$(value "$M2" rdma_netdev_ethtool_stat 'netdev="vA",stat="rx_queue_0_xdp_packets"')
+after=$(value "$M2" rdma_netdev_ethtool_stat netdev=vA stat=rx_queue_0_xdp_packets)
 if [[ -n "$before" && -n "$after" ]] && ((after >= before + 50)); then ok "rx_queue_0_xdp_packets moved $before -> $after"
 else bad "rx_queue_0_xdp_packets did not move by 50: '$before' -> '$after'"; fi
 
@@ -155,23 +149,23 @@ want_e=$(ethtool_stat peer_ifindex vE)
 [[ -n "$want_c" && "$want_c" != "$want_e" ]] && ok "vC and vE have their own peer_ifindex ($want_c, $want_e)" ||
   bad "peer_ifindex of vC '$want_c', vE '$want_e'"
 for nd in vC vE; do
-  expect "$M2" 1 rdma_netdev_present "device=\"mlx5_bond_0\",port=\"1\",netdev=\"$nd\""
+  expect_value "$M2" 1 rdma_netdev_present device=mlx5_bond_0 port=1 netdev="$nd"
 done
-expect "$M2" "$want_c" rdma_netdev_ethtool_stat 'device="mlx5_bond_0",port="1",netdev="vC",stat="peer_ifindex"'
-expect "$M2" "$want_e" rdma_netdev_ethtool_stat 'device="mlx5_bond_0",port="1",netdev="vE",stat="peer_ifindex"'
+expect_value "$M2" "$want_c" rdma_netdev_ethtool_stat device=mlx5_bond_0 port=1 netdev=vC stat=peer_ifindex
+expect_value "$M2" "$want_e" rdma_netdev_ethtool_stat device=mlx5_bond_0 port=1 netdev=vE stat=peer_ifindex
 if grep -q 'netdev="bond0"' "$M2"; then bad "bond0 itself was read"; else ok "no series of bond0 itself"; fi
-expect "$M2" 0 rdma_netdev_present 'device="rxe_lo",port="1",netdev="lo"'
+expect_value "$M2" 0 rdma_netdev_present device=rxe_lo port=1 netdev=lo
 if grep -q '^rdma_netdev_info.*netdev="lo"' "$M2"; then bad "the tree's lo was read through ethtool"; else ok "the tree's lo not read through ethtool"; fi
 n=$(grep -c "not this kernel's" "$WORK/exporter.log")
 if [[ "$n" == 1 ]] && grep "not this kernel's" "$WORK/exporter.log" | grep -q '\blo\b'; then ok "one log line for the tree's lo"
 else bad "$n log lines for netdevs not this kernel's"; fi
 
 echo "== ethtool netlink link state follows the carrier; veth has no FEC: a capability at 0"
-expect "$M2" 1 rdma_netdev_link_up 'device="rxe_nd",port="1",netdev="vA"'
+expect_value "$M2" 1 rdma_netdev_link_up device=rxe_nd port=1 netdev=vA
 ip -n "$NS2" link set vB down  # the peer down takes vA's carrier off
 MD=$WORK/mdown
 scrape "$MD"
-expect "$MD" 0 rdma_netdev_link_up 'device="rxe_nd",port="1",netdev="vA"'
+expect_value "$MD" 0 rdma_netdev_link_up device=rxe_nd port=1 netdev=vA
 if grep -q '^rdma_netdev_link_down_reason_info' "$MD"; then bad "veth gave a link down reason"; else ok "no down reason from veth (no extended state)"; fi
 ip -n "$NS2" link set vB up
 if grep -q '^rdma_netdev_fec_' "$MD"; then bad "FEC series on veth"; else ok "no FEC series on veth"; fi
@@ -179,30 +173,29 @@ if grep -q '^rdma_netdev_fec_' "$MD"; then bad "FEC series on veth"; else ok "no
 echo "== sysfs parts, errors counted once"
 M3=$WORK/m3
 scrape "$M3"
-expect "$M3" 1 rdma_netdev_ecn_enabled 'netdev="vA",role="np",priority="3"'
-expect "$M3" 0 rdma_netdev_ecn_enabled 'netdev="vA",role="np",priority="5"'
-expect "$M3" 1 rdma_netdev_ecn_enabled 'netdev="vA",role="rp",priority="5"'
-expect "$M3" 48 rdma_netdev_dcqcn_parameter 'netdev="vA",role="np",parameter="cnp_dscp"'
-expect "$M3" 1 rdma_netdev_ecn_enabled 'netdev="ndgone0",role="rp",priority="3"'
+expect_value "$M3" 1 rdma_netdev_ecn_enabled netdev=vA role=np priority=3
+expect_value "$M3" 0 rdma_netdev_ecn_enabled netdev=vA role=np priority=5
+expect_value "$M3" 1 rdma_netdev_ecn_enabled netdev=vA role=rp priority=5
+expect_value "$M3" 48 rdma_netdev_dcqcn_parameter netdev=vA role=np parameter=cnp_dscp
+expect_value "$M3" 1 rdma_netdev_ecn_enabled netdev=ndgone0 role=rp priority=3
 # veth: no DCB -> PFC unknown; ndgone0: ECN np off on priority 3 -> ecn_disabled
-expect "$M3" 0 rdma_netdev_roce_priority_consistent 'device="rxe_nd",port="1",priority="3",reason="pfc_unknown"'
-expect "$M3" 0 rdma_netdev_roce_priority_consistent 'device="rxe_gone",port="1",priority="3",reason="ecn_disabled"'
+expect_value "$M3" 0 rdma_netdev_roce_priority_consistent device=rxe_nd port=1 priority=3 reason=pfc_unknown
+expect_value "$M3" 0 rdma_netdev_roce_priority_consistent device=rxe_gone port=1 priority=3 reason=ecn_disabled
 # three scrapes: ndgone0 missing counted once; veth's missing pause stats and DCB are what the
 # netdev is (capabilities at 0), not errors; no netdev here has an ecn/ tree but vA and ndgone0
-expect "$M3" "" rdma_exporter_collector_errors_total 'collector="netdev",reason="not_supported"'
-expect "$M3" 1 rdma_exporter_collector_errors_total 'collector="netdev",reason="netdev_missing"'
-expect "$M3" 0 rdma_exporter_collector_capability 'collector="netdev",capability="pause_stats"'
-expect "$M3" 0 rdma_exporter_collector_capability 'collector="netdev",capability="dcbnl"'
-expect "$M3" 0 rdma_exporter_collector_capability 'collector="netdev",capability="ethtool_fec"'
-expect "$M3" 1 rdma_exporter_collector_capability 'collector="netdev",capability="ethtool_linkstate"'
-expect "$M3" 1 rdma_exporter_collector_success 'collector="netdev"'
+expect_absent "$M3" rdma_exporter_collector_errors_total collector=netdev reason=not_supported
+expect_value "$M3" 1 rdma_exporter_collector_errors_total collector=netdev reason=netdev_missing
+expect_value "$M3" 0 rdma_exporter_collector_capability collector=netdev capability=pause_stats
+expect_value "$M3" 0 rdma_exporter_collector_capability collector=netdev capability=dcbnl
+expect_value "$M3" 0 rdma_exporter_collector_capability collector=netdev capability=ethtool_fec
+expect_value "$M3" 1 rdma_exporter_collector_capability collector=netdev capability=ethtool_linkstate
+expect_value "$M3" 1 rdma_exporter_collector_success collector=netdev
 n=$(grep -c '^rdma_netdev_' "$M3")
 if ((n > 0 && n < 80)); then ok "$n rdma_netdev_ series (bounded)"; else bad "$n rdma_netdev_ series"; fi
 
 if out=$(promtool check metrics <"$M3" 2>&1); then ok "promtool check metrics"; else bad "promtool: $out"; fi
 
-echo "netdev netns: $OK checks ok, $FAILED failed"
-if ((FAILED > 0 || OK == 0)); then
+if ! tally "netdev netns"; then
   echo "--- exporter log:"; cat "$WORK/exporter.log"; echo "--- last scrape:"; grep -v '^#' "$M3"
   exit 1
 fi

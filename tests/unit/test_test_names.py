@@ -14,7 +14,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 BUILD = sys.argv.pop(1) if len(sys.argv) > 1 else os.getcwd()
 COLLECTORS = {d for d in os.listdir(os.path.join(REPO, "collectors"))
               if os.path.isfile(os.path.join(REPO, "collectors", d, "CMakeLists.txt"))}
-AREAS = COLLECTORS | {"exporter", "deploy", "scripts", "tests", "harness"}
+AREAS = COLLECTORS | {"exporter", "deploy", "scripts", "tests", "harness", "sources"}
 
 
 def tests():

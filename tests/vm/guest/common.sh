@@ -19,6 +19,11 @@ WORK=$(mktemp -d /tmp/vmtest.XXXXXX)
 CHECKS_OK=0
 CHECKS_FAILED=0
 EXPORTER_PID=
+# ok/bad/section/fatal, scrape and the lookups (value, get, series, expect_value, ...), readf: the
+# shell tests' one library. The guest sees the host's checkout read-only at its own path.
+source "$(dirname "${BASH_SOURCE[0]}")/../../lib/common.sh"
+SCRAPE_URL="http://127.0.0.1:$VM_TEST_PORT/metrics"
+EXPORTER_LOG=$WORK/exporter.log
 
 [[ -x "$EXPORTER" ]] || { echo "FATAL: $EXPORTER is not an executable (build the rdma_exporter target)"; exit 2; }
 
@@ -27,13 +32,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-ok() { echo "  ok: $*"; CHECKS_OK=$((CHECKS_OK + 1)); }
 # a typo or a tool missing in the guest is a failed check, not a silent pass
 # (bash runs this handler in a subshell: the count goes through a file)
 command_not_found_handle() { echo "  FAIL: command not found: $1"; echo "$1" >>"$WORK/not-found"; return 127; }
-bad() { echo "  FAIL: $*"; CHECKS_FAILED=$((CHECKS_FAILED + 1)); }
-section() { echo "== $*"; }
-fatal() { echo "FATAL: $*"; [[ -f "$WORK/exporter.log" ]] && { echo "--- exporter log:"; cat "$WORK/exporter.log"; }; exit 1; }
 
 # finish: print the tally, exit 0 only when every check passed (and some ran)
 finish() {
@@ -63,119 +64,6 @@ start_exporter() {
   fatal "the exporter does not answer on 127.0.0.1:$VM_TEST_PORT"
 }
 
-# Scrapes are parsed once, in pure bash, into an index kept in memory: under
-# TCG every fork+exec (awk, grep) costs tens of ms, and the tests make
-# hundreds of lookups.  The index is keyed by file and content, so a file
-# rewritten by other means (curl -o) is parsed again; subshells ($(value ...))
-# inherit the index of their parent.
-declare -A _IDX_CONTENT=()   # file -> the content that was indexed
-declare -A _IDX=()           # "file|metric" -> lines ",labels,<TAB>value"
-
-# _index FILE: (re)build FILE's index when its content changed
-_index() {
-  local file=$1 content line head val name labels
-  content=
-  IFS= read -r -d '' content <"$file" || true
-  [[ ${_IDX_CONTENT[$file]+set} && "${_IDX_CONTENT[$file]}" == "$content" ]] && return 0
-  local k
-  for k in "${!_IDX[@]}"; do [[ "$k" == "$file|"* ]] && unset "_IDX[$k]"; done
-  while IFS= read -r line; do
-    [[ -z "$line" || "$line" == '#'* ]] && continue
-    val=${line##* } head=${line% *}
-    if [[ "$head" == *'{'* ]]; then
-      name=${head%%'{'*} labels=${head#*'{'} labels=${labels%'}'}
-    else
-      name=$head labels=
-    fi
-    _IDX["$file|$name"]+=",$labels,"$'\t'"$val"$'\n'
-  done <<<"$content"
-  _IDX_CONTENT[$file]=$content
-}
-
-# _lookup FILE NAME [label=value]...: the values of the matching samples in
-# the array _FOUND (no output, no fork)
-_lookup() {
-  local file=$1 name=$2 entry labels kv want match
-  shift 2
-  _FOUND=()
-  [[ -r "$file" ]] || return 0
-  _index "$file"
-  while IFS= read -r entry; do
-    [[ -z "$entry" ]] && continue
-    labels=${entry%%$'\t'*} match=1
-    for kv in "$@"; do
-      want=",${kv%%=*}=\"${kv#*=}\","
-      [[ "$labels" == *"$want"* ]] || { match=0; break; }
-    done
-    ((match)) && _FOUND+=("${entry#*$'\t'}")
-  done <<<"${_IDX[$file|$name]-}"
-}
-
-# scrape FILE: save one /metrics response (and index it)
-scrape() {
-  curl -sf -o "$1" "http://127.0.0.1:$VM_TEST_PORT/metrics" || fatal "scrape of /metrics failed"
-  _index "$1"
-}
-
-# series FILE NAME [label=value]...: print the values of the samples of NAME
-# whose labels include all the given label=value pairs, one per line.
-series() {
-  _lookup "$@"
-  ((${#_FOUND[@]})) && printf '%s\n' "${_FOUND[@]}"
-  return 0
-}
-
-# value FILE NAME [label=value]...: the value of exactly one matching sample,
-# or nothing (and a message on stderr) when there are none or several.
-value() {
-  _lookup "$@"
-  if ((${#_FOUND[@]} != 1)); then echo "  (expected exactly one sample of $2 ${*:3}, found ${#_FOUND[@]})" >&2; return 1; fi
-  printf '%s\n' "${_FOUND[0]}"
-}
-
-# get FILE NAME [label=value]...: like value, but the result goes to REPLY and
-# nothing forks (use it where a test makes many lookups)
-get() {
-  _lookup "$@"
-  REPLY=
-  if ((${#_FOUND[@]} != 1)); then echo "  (expected exactly one sample of $2 ${*:3}, found ${#_FOUND[@]})" >&2; return 1; fi
-  REPLY=${_FOUND[0]}
-}
-
-# num_eq A B / num_ge A B: numeric comparisons; integers in bash, anything
-# else (1.25e+09, 0.012) or very large in awk
-_is_small_int() { [[ "$1" =~ ^-?[0-9]{1,18}$ ]]; }
-num_eq() {
-  if _is_small_int "$1" && _is_small_int "$2"; then (($1 == $2)); return; fi
-  awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 == b + 0 && a != "" && b != "") }'
-}
-num_ge() {
-  if _is_small_int "$1" && _is_small_int "$2"; then (($1 >= $2)); return; fi
-  awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 >= b + 0 && a != "" && b != "") }'
-}
-
-# expect_value FILE WANT NAME [label=value]...: exactly one sample, equal to WANT
-expect_value() {
-  local file=$1 want=$2; shift 2
-  _lookup "$file" "$@"
-  if ((${#_FOUND[@]} != 1)); then
-    bad "$* missing or duplicated (${#_FOUND[@]} samples)"
-  elif num_eq "${_FOUND[0]}" "$want"; then
-    ok "$* = ${_FOUND[0]}"
-  else
-    bad "$* = ${_FOUND[0]}, expected $want"
-  fi
-}
-
-# expect_absent FILE NAME [label=value]...: no such sample
-expect_absent() {
-  local file=$1; shift
-  _lookup "$file" "$@"
-  if ((${#_FOUND[@]} == 0)); then ok "no $*"; else bad "unexpected sample(s) $*: ${_FOUND[*]}"; fi
-}
-
-# readf VAR FILE: read the first line of FILE into VAR (a builtin: no fork)
-readf() { IFS= read -r "$1" <"$2" || [[ -n "${!1}" ]]; }
 
 # sysfs_port DEV FILE: a port-1 attribute of an RDMA device
 sysfs_port() { local v; readf v "/sys/class/infiniband/$1/ports/1/$2" && printf '%s\n' "$v"; }
