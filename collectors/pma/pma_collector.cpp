@@ -142,6 +142,7 @@ class PmaCollector final : public exporter::Collector {
   // are counted as strays instead of arriving at a closed one.
   struct PortState {
     std::shared_ptr<mad::MadClient> client;
+    std::uint64_t port_guid = 0;  // another port GUID at the same place is another agent
   };
 
   static const model::PortModel* host_port(const model::HostModel& host, const std::string& dev, int port) {
@@ -150,11 +151,6 @@ class PmaCollector final : public exporter::Collector {
         for (const auto& p : d.ports)
           if (static_cast<int>(p.number) == port) return &p;
     return nullptr;
-  }
-
-  // Keyed by the port GUID too: another port GUID at the same place is another agent.
-  static std::string agent_key(const mad::LocalPort& lp) {
-    return lp.ca + "/" + std::to_string(lp.port) + "@" + mad::guid_label(lp.port_guid);
   }
 
   void log_once(const std::string& key, const std::string& msg) {
@@ -166,11 +162,10 @@ class PmaCollector final : public exporter::Collector {
     const auto ports = mad::list_local_ports(&list_error);
     if (!list_error.empty()) ctx.errors.report("no_device", "umad", list_error);
     std::uint64_t queried = 0;
-    std::set<std::string> listed, agent_keys;
+    std::set<std::string> listed;
     for (const auto& lp : ports) {
       const std::string id = lp.ca + "/" + std::to_string(lp.port);
       listed.insert(id);
-      agent_keys.insert(agent_key(lp));
       bool excluded = false;
       for (const auto& e : ctx.host.excluded) excluded |= e == lp.ca;
       if (excluded) continue;
@@ -180,7 +175,7 @@ class PmaCollector final : public exporter::Collector {
         continue;
       }
       if (lp.state != 4 || lp.lid == 0) {
-        agents_.forget(agent_key(lp));  // learned again when it is back (another agent may answer then)
+        agents_.forget(id);  // learned again when it is back (another agent may answer then)
         log_once(id + "/down", "skipping " + id + " while it is not ACTIVE with a LID (state " + std::to_string(lp.state) +
                                    ", lid " + std::to_string(lp.lid) + ")");
         continue;
@@ -188,8 +183,10 @@ class PmaCollector final : public exporter::Collector {
       ++queried;
       collect_port(ctx, lp, id, out);
     }
-    std::erase_if(state_, [&](const auto& kv) { return !listed.count(kv.first); });  // unplugged: close its agent
-    agents_.retain([&](const std::string& key) { return agent_keys.count(key) != 0; });
+    std::erase_if(state_, [&](const auto& kv) {  // unplugged: close its agent
+      if (!listed.count(kv.first)) agents_.forget(kv.first);
+      return !listed.count(kv.first);
+    });
     out.gauge_u64("rdma_pma_local_ports", "Local InfiniBand ports queried through their PMA in this scrape.", {}, queried);
   }
 
@@ -212,6 +209,8 @@ class PmaCollector final : public exporter::Collector {
         return;
       }
     }
+    if (st.port_guid != lp.port_guid) agents_.forget(id);
+    st.port_guid = lp.port_guid;
     const std::shared_ptr<mad::MadClient> client = st.client;  // a send error drops st.client
     auto fail = [&](const mad::Failure& f) {
       if (f.outcome() == mad::Outcome::kSendError) st.client.reset();  // reopen the umad port next scrape
@@ -220,14 +219,15 @@ class PmaCollector final : public exporter::Collector {
                         "PMA " + std::string(mad::attr_name(f.attr)) + " of " + id + " (lid " + std::to_string(lp.lid) +
                             ") failed: " + reason + " " + mad::status_text(f.reply.status));
     };
-    const mad::AgentAsk ask{.key = agent_key(lp), .lid = lp.lid,
+    const mad::AgentAsk ask{.key = id, .lid = lp.lid,
                             .port_select = static_cast<std::uint8_t>(lp.port),
                             .ports = {{lp.lid, static_cast<std::uint8_t>(lp.port)}}};
     auto choose = [&](std::uint16_t cap, std::size_t, std::size_t) { return attributes_for(cap, local_.vl_xmit_wait); };
+    mad::QueryStats stats;  // over the rounds
     auto query = [&](std::span<const mad::PmaQuery> qs, mad::Round round) {
-      return client->query(qs, mad::round_options(local_.query, round));
+      return client->query(qs, mad::round_options(local_.query, round), &stats);
     };
-    const mad::AgentRead a = std::move(agents_.read(std::span(&ask, 1), choose, query).agents[0]);
+    const mad::AgentRead a = std::move(agents_.read(std::span(&ask, 1), choose, query, mad::kPmaLocal).agents[0]);
     if (a.cpi_failure) return fail(*a.cpi_failure);
     const mad::PortRead& pr = a.ports[0];
     for (const mad::Failure& f : pr.newly_refused) {
@@ -241,6 +241,10 @@ class PmaCollector final : public exporter::Collector {
     const PortReadings& readings = pr.readings;
     const exporter::Labels base{{"device", lp.ca}, {"port", std::to_string(lp.port)}};
     emit_port(readings, "rdma_pma_port_", base, out);
+    out.gauge_u64("rdma_pma_port_mads",
+                  "PMA MADs this collector sent to the port in this scrape, retries included (attributes the port "
+                  "collector read in the last second are taken from its answers, not asked again).",
+                  base, stats.sent);
     exporter::Labels info = base;
     info.emplace_back("lid", std::to_string(lp.lid));
     info.emplace_back("port_guid", mad::guid_label(lp.port_guid));
@@ -258,7 +262,9 @@ class PmaCollector final : public exporter::Collector {
   LocalOptions local_;
   std::unique_ptr<FabricLoop> fabric_;
   std::map<std::string, PortState> state_;
-  mad::PmaAgentReader agents_;  // what each local port's agent said about itself ("ca/port@port GUID")
+  // What each local port's agent said about itself ("ca/port"), shared with the port collector
+  // (counters-source auto): a port's attributes are read once per scrape between the two.
+  mad::PmaAgentReader& agents_ = mad::local_port_agents();
   std::set<std::string> logged_;
 };
 

@@ -21,11 +21,9 @@ bool MadCounters::backing_off(const std::string& ca, int port) {
 
 void MadCounters::sweep() {
   std::lock_guard lock(mu_);
-  std::erase_if(ports_, [](const auto& kv) { return !kv.second.used; });
-  agents_.retain([this](const std::string& key) {
-    for (const auto& [k, p] : ports_)
-      if (key == k.first + "/" + std::to_string(k.second)) return true;
-    return false;
+  std::erase_if(ports_, [this](const auto& kv) {
+    if (!kv.second.used) agents_.forget(kv.first.first + "/" + std::to_string(kv.first.second));
+    return !kv.second.used;
   });
   for (auto& [key, p] : ports_) p.used = false;
 }
@@ -75,12 +73,19 @@ MadCounters::Read MadCounters::read(const std::string& ca, int port, std::uint16
   auto query = [&](std::span<const mad::PmaQuery> qs, mad::Round round) {
     return client->query(qs, mad::round_options(kQuery, round), &stats);
   };
-  mad::AgentRead a = std::move(agents_.read(std::span(&ask, 1), choose, query).agents[0]);
+  mad::AgentRead a = std::move(agents_.read(std::span(&ask, 1), choose, query, mad::kPortCollector).agents[0]);
   std::optional<mad::Failure> failure = a.cpi_failure;
   if (!failure && a.ports[0].failed()) failure = a.ports[0].failures.front();
   // The kernel's counters/ take the data counters from PortCountersExtended where ClassPortInfo
   // announces it; an agent that then refuses it is read through counters/ (the driver's choice).
-  if (!failure && !a.ports[0].newly_refused.empty()) failure = a.ports[0].newly_refused.front();
+  // (Refused in this read, or earlier by the pma collector's local mode, which shares the reader.)
+  if (!failure && a.ports[0].refused.has(mad::PmaAttr::kPortCountersExtended)) {
+    mad::PmaReply unsupported;
+    unsupported.outcome = mad::Outcome::kStatus;
+    unsupported.status = 0x000C;  // unsupported method/attribute combination
+    failure = a.ports[0].newly_refused.empty() ? mad::Failure{mad::PmaAttr::kPortCountersExtended, unsupported}
+                                               : a.ports[0].newly_refused.front();
+  }
   if (failure) {
     agents_.forget(id);  // refused or failed: ask ClassPortInfo again after the back-off
     if (failure->outcome() == mad::Outcome::kSendError) st.client.reset();  // open the umad port again next time

@@ -58,7 +58,9 @@ class MadCounters {
   static constexpr mad::QueryOptions kQuery{.window = 2, .timeout = std::chrono::milliseconds(500), .retries = 1};
   std::mutex mu_;  // the map; each Port is only used by the thread reading its device
   std::map<std::pair<std::string, int>, Port> ports_;
-  mad::PmaAgentReader agents_;  // what each port's agent said about itself, keyed "ca/port"
+  // What each port's agent said about itself, keyed "ca/port": the reader the pma collector's
+  // local mode shares, so that a port's attributes are read once per scrape between them.
+  mad::PmaAgentReader& agents_ = mad::local_port_agents();
 };
 
 }  // namespace rdma::collectors::port

@@ -44,7 +44,27 @@ QueryOptions round_options(QueryOptions opts, Round round) {
   return opts;
 }
 
-AgentReads PmaAgentReader::read(std::span<const AgentAsk> asks, const ChooseFn& choose, const QueryFn& query) {
+AgentReads PmaAgentReader::read(std::span<const AgentAsk> asks, const ChooseFn& choose, const QueryFn& query,
+                                int caller) {
+  if (fresh_for_.count() == 0) return read_locked(asks, choose, query, caller);
+  // Turns in key order (a std::map's), so that two reads of overlapping agents cannot deadlock.
+  std::map<std::string, std::shared_ptr<std::mutex>> mine;
+  {
+    std::lock_guard lock(mu_);
+    for (const AgentAsk& a : asks) {
+      auto& m = turns_[a.key];
+      if (!m) m = std::make_shared<std::mutex>();
+      mine.emplace(a.key, m);
+    }
+  }
+  std::vector<std::unique_lock<std::mutex>> held;
+  for (auto& [key, m] : mine) held.emplace_back(*m);
+  return read_locked(asks, choose, query, caller);
+}
+
+AgentReads PmaAgentReader::read_locked(std::span<const AgentAsk> asks, const ChooseFn& choose, const QueryFn& query,
+                                       int caller) {
+  const auto now = std::chrono::steady_clock::now();
   AgentReads out;
   out.agents.resize(asks.size());
   std::vector<std::optional<State>> st(asks.size());
@@ -74,7 +94,7 @@ AgentReads PmaAgentReader::read(std::span<const AgentAsk> asks, const ChooseFn& 
       a.timeouts += timeouts_of(replies[k]);
       PortReadings r;
       if (replies[k].outcome == Outcome::kOk && store(r, PmaAttr::kClassPortInfo, replies[k]))
-        st[who[k]] = State{.lid = asks[who[k]].lid, .cap = r.cap_mask, .refused = {}};
+        st[who[k]] = State{.lid = asks[who[k]].lid, .cap = r.cap_mask, .refused = {}, .recent = {}};
       else
         a.cpi_failure = Failure{PmaAttr::kClassPortInfo, replies[k]};
     }
@@ -97,6 +117,10 @@ AgentReads PmaAgentReader::read(std::span<const AgentAsk> asks, const ChooseFn& 
       if (auto it = st[i]->refused.find(ap.port_select); it != st[i]->refused.end()) pr.refused = it->second;
       for (PmaAttr attr : choose(*a.cap, i, p)) {
         if (pr.refused.has(attr)) continue;
+        if (auto it = st[i]->recent.find({ap.port_select, attr});
+            it != st[i]->recent.end() && it->second.caller != caller && now - it->second.at < fresh_for_ &&
+            store(pr.readings, attr, it->second.reply))
+          continue;  // answered a moment ago (another collector of this scrape): not asked again
         (droppable(attr) ? dropped : counters).push_back({ap.lid, ap.port_select, attr});
         (droppable(attr) ? dropped_slots : counter_slots).push_back({i, p});
       }
@@ -114,7 +138,10 @@ AgentReads PmaAgentReader::read(std::span<const AgentAsk> asks, const ChooseFn& 
       AgentRead& a = out.agents[counter_slots[k].agent];
       PortRead& pr = a.ports[counter_slots[k].port];
       a.timeouts += timeouts_of(rep);
-      if (rep.outcome == Outcome::kOk && store(pr.readings, attr, rep)) continue;
+      if (rep.outcome == Outcome::kOk && store(pr.readings, attr, rep)) {
+        if (fresh_for_.count()) st[counter_slots[k].agent]->recent[{counters[k].port_select, attr}] = {now, rep, caller};
+        continue;
+      }
       if (says_unsupported(attr, rep)) {
         pr.refused.add(attr);
         pr.newly_refused.push_back({attr, rep});
@@ -145,7 +172,7 @@ AgentReads PmaAgentReader::read(std::span<const AgentAsk> asks, const ChooseFn& 
       agents_.erase(asks[i].key);
       continue;
     }
-    State s{.lid = asks[i].lid, .cap = *a.cap, .refused = st[i]->refused};
+    State s{.lid = asks[i].lid, .cap = *a.cap, .refused = st[i]->refused, .recent = std::move(st[i]->recent)};
     for (std::size_t p = 0; p < asks[i].ports.size(); ++p) s.refused[asks[i].ports[p].port_select].add(a.ports[p].refused);
     agents_[asks[i].key] = std::move(s);
   }
@@ -165,6 +192,11 @@ void PmaAgentReader::forget_all() {
 void PmaAgentReader::retain(const std::function<bool(const std::string&)>& keep) {
   std::lock_guard lock(mu_);
   std::erase_if(agents_, [&](const auto& kv) { return !keep(kv.first); });
+}
+
+PmaAgentReader& local_port_agents() {
+  static PmaAgentReader reader(kLocalFreshFor);
+  return reader;
 }
 
 std::optional<std::uint16_t> PmaAgentReader::known_cap(const std::string& key) const {

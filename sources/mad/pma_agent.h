@@ -22,12 +22,21 @@
 // lack PortExtendedSpeedsCounters may drop it silently: ibsim does), is state, not a failure: the
 // port's attribute is refused and not asked again until the agent's state is forgotten. Other
 // failures of a droppable attribute are left out (asked again next time, not counted, no reset).
+//
+// Freshness (fresh_for > 0, the local ports' shared reader): an attribute a port answered another
+// caller less than fresh_for ago (at the same LID) is taken from that answer instead of asked
+// again (a caller's own answers never: its next scrape reads anew), and reads
+// of one agent take turns, so that the port collector and the pma collector's local mode, both
+// reading a local port in one scrape, send each attribute once (docs/developing.md, "One reader of
+// a local port's PMA counters").
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -121,8 +130,10 @@ QueryOptions round_options(QueryOptions opts, Round round);
 
 class PmaAgentReader {
  public:
+  explicit PmaAgentReader(std::chrono::milliseconds fresh_for = {}) : fresh_for_(fresh_for) {}
   // Safe to call from several threads (each read works on a copy of its agents' state).
-  AgentReads read(std::span<const AgentAsk> asks, const ChooseFn& choose, const QueryFn& query);
+  // `caller` names who reads (freshness: another caller's answers are reused, never its own).
+  AgentReads read(std::span<const AgentAsk> asks, const ChooseFn& choose, const QueryFn& query, int caller = 0);
   void forget(const std::string& key);
   void forget_all();
   // Forgets every agent for which keep(key) is false.
@@ -131,13 +142,30 @@ class PmaAgentReader {
   std::optional<std::uint16_t> known_cap(const std::string& key) const;
 
  private:
+  struct Answer {
+    std::chrono::steady_clock::time_point at;
+    PmaReply reply;
+    int caller = 0;
+  };
   struct State {
     std::uint16_t lid = 0;
     std::uint16_t cap = 0;
     std::map<std::uint8_t, AttrSet> refused;  // by port select
+    std::map<std::pair<std::uint8_t, PmaAttr>, Answer> recent;  // fresh_for > 0: the last answers
   };
+  AgentReads read_locked(std::span<const AgentAsk> asks, const ChooseFn& choose, const QueryFn& query, int caller);
+  const std::chrono::milliseconds fresh_for_;
   mutable std::mutex mu_;
   std::map<std::string, State> agents_;
+  std::map<std::string, std::shared_ptr<std::mutex>> turns_;  // fresh_for > 0: one read of an agent at a time
 };
+
+// The reader of the local ports' agents, shared by the port collector (counters-source auto and
+// mad) and the pma collector's local mode, keyed "<ca>/<port>": what one of them read less than
+// kLocalFreshFor ago is not asked again by the other. Shorter than any scrape interval, longer than
+// the collectors of one scrape take between them.
+inline constexpr std::chrono::milliseconds kLocalFreshFor{1000};
+enum LocalCaller : int { kPortCollector = 1, kPmaLocal = 2 };
+PmaAgentReader& local_port_agents();
 
 }  // namespace rdma::mad

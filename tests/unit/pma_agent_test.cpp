@@ -199,3 +199,34 @@ TEST_CASE("agent reader: forget and retain") {
   CHECK_FALSE(reader.known_cap("a"));
   CHECK_FALSE(reader.known_cap("b"));
 }
+
+TEST_CASE("agent reader: with freshness, what one caller read a moment ago is not asked again by another") {
+  PmaAgentReader reader(std::chrono::milliseconds(60000));
+  ScriptedAgent agent;
+  const AgentAsk ask = one_port();
+  const ChooseFn pc_only = [](std::uint16_t, std::size_t, std::size_t) { return std::vector{PmaAttr::kPortCounters}; };
+  reader.read(std::span(&ask, 1), pc_only, agent.fn(), 1);  // the port collector: ClassPortInfo + PortCounters
+  agent.rounds.clear();
+  auto r = reader.read(std::span(&ask, 1), kCounters, agent.fn(), 2);  // the pma collector: the rest only
+  REQUIRE(agent.rounds.size() == 2);
+  CHECK(agent.rounds[0].second == std::vector{PmaAttr::kPortCountersExtended, PmaAttr::kPortRcvErrorDetails});
+  CHECK(r.agents[0].ports[0].answered());  // PortCounters from the first read's answer
+  // a caller's own answers are never reused: its next read asks anew
+  agent.rounds.clear();
+  reader.read(std::span(&ask, 1), pc_only, agent.fn(), 1);
+  CHECK(agent.rounds.size() == 1);  // PortCounters: read by caller 1 itself
+  agent.rounds.clear();
+  reader.read(std::span(&ask, 1), kCounters, agent.fn(), 2);
+  CHECK(agent.rounds.at(0).second == std::vector{PmaAttr::kPortCountersExtended, PmaAttr::kPortRcvErrorDetails});
+  // another LID: nothing is fresh
+  const AgentAsk moved = one_port(9);
+  agent.rounds.clear();
+  reader.read(std::span(&moved, 1), pc_only, agent.fn(), 1);
+  CHECK(agent.rounds.size() == 2);
+  // without freshness every read asks
+  PmaAgentReader plain;
+  plain.read(std::span(&ask, 1), pc_only, agent.fn());
+  agent.rounds.clear();
+  plain.read(std::span(&ask, 1), pc_only, agent.fn());
+  CHECK(agent.rounds.at(0).second == std::vector{PmaAttr::kPortCounters});
+}
