@@ -239,186 +239,172 @@ bool FabricLoop::rediscover(std::string* err) {
     std::lock_guard lock(topo_mu_);
     topo_ = std::move(t);
   }
-  {
-    std::lock_guard lock(target_mu_);
-    target_learned_.clear();
-  }
-  learned_.clear();
+  target_agents_.forget_all();
+  agents_.forget_all();
   discovered_at_ = Clock::now();
   ++discoveries_;
   rediscover_ = false;
   return true;
 }
 
+void FabricLoop::open_client() {
+  if (client()) return;
+  std::string err;
+  auto c = mad::MadClient::shared(o_.ca, o_.port, &err);
+  std::lock_guard lock(topo_mu_);
+  client_ = std::move(c);
+  if (!client_) {
+    ++discovery_errors_;
+    spdlog::warn("pma fabric: cannot open MAD port: {}", err);
+  }
+}
+
+void FabricLoop::discover_when_due() {
+  const bool target_asks = target_asks_discovery_ && Clock::now() - target_discovery_at_ >= o_.discovery_period;
+  if (!client() || !(rediscover_ || target_asks || !topology() || Clock::now() - discovered_at_ >= o_.discovery_period))
+    return;
+  if (target_asks) target_discovery_at_ = Clock::now();
+  target_asks_discovery_ = false;  // this discovery looks for whatever a target missed
+  std::string err;
+  if (!rediscover(&err)) {
+    ++discovery_errors_;
+    spdlog::warn("pma fabric: discovery failed: {} (keeping the previous topology)", err);
+  }
+}
+
 void FabricLoop::refresh_once() {
   const auto t0 = Clock::now();
   exporter::TextAccumulator text;  // the port series, node by node
   exporter::MetricSink sink;       // the loop's own series
-  if (!client()) {
-    std::string err;
-    auto c = mad::MadClient::shared(o_.ca, o_.port, &err);
-    std::lock_guard lock(topo_mu_);
-    client_ = std::move(c);
-    if (!client_) {
-      ++discovery_errors_;
-      spdlog::warn("pma fabric: cannot open MAD port: {}", err);
-    }
-  }
-  const bool target_asks = target_asks_discovery_ && Clock::now() - target_discovery_at_ >= o_.discovery_period;
-  if (client() && (rediscover_ || target_asks || !topology() || Clock::now() - discovered_at_ >= o_.discovery_period)) {
-    if (target_asks) target_discovery_at_ = Clock::now();
-    target_asks_discovery_ = false;  // this discovery looks for whatever a target missed
-    std::string err;
-    if (!rediscover(&err)) {
-      ++discovery_errors_;
-      spdlog::warn("pma fabric: discovery failed: {} (keeping the previous topology)", err);
-    }
-  }
+  open_client();
+  discover_when_due();
   if (o_.links) links_.observe(topology(), std::chrono::system_clock::now());
   if (o_.sm) poll_subnet_managers();
-  std::size_t ports_ok = 0, ports_seen = 0;
-  std::map<std::string, std::uint64_t> nodes_by_type;
   const std::shared_ptr<const Topology> topo = topology();
+  std::size_t ports_ok = 0;
+  if (client_ && topo && o_.snapshot) {
+    const auto answered = read_snapshot(*topo, text);
+    if (!answered) return;  // stopped
+    ports_ok = *answered;
+  }
+  ++refreshes_;
+  emit_loop_series(topo.get(), ports_ok, std::chrono::duration<double>(Clock::now() - t0).count(), sink);
+  text.add(std::move(sink));
+  publish(std::move(text).finish());
+  // A refresh of a large fabric allocates and frees megabytes of text and samples; hand the
+  // pages back instead of keeping the peak resident until the next refresh.
+  malloc_trim(0);
+}
+
+std::optional<std::size_t> FabricLoop::read_snapshot(const Topology& topo, exporter::TextAccumulator& text) {
+  const auto& nodes = topo.nodes;
+  std::vector<mad::AgentAsk> asks;
+  std::vector<std::size_t> ask_of(nodes.size(), SIZE_MAX), node_of;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].ports.empty()) continue;
+    mad::AgentAsk ask{.key = nodes[i].guid_label, .lid = nodes[i].lid, .port_select = 0, .ports = {}};
+    for (const FabricPort& fp : nodes[i].ports) ask.ports.push_back({fp.lid, fp.number});
+    ask_of[i] = asks.size();
+    node_of.push_back(i);
+    asks.push_back(std::move(ask));
+  }
+  auto choose = [&](std::uint16_t cap, std::size_t agent, std::size_t port) {
+    auto attrs = attributes_for(cap, o_.vl_xmit_wait);
+    if (wants_ext_speeds(nodes[node_of[agent]].ports[port])) attrs.push_back(mad::PmaAttr::kPortExtendedSpeedsCounters);
+    return attrs;
+  };
+  // Whole query lists go in chunks so that a local-mode scrape waits at most one chunk.
+  const std::size_t chunk = std::max<std::size_t>(256, o_.query.window * 4);
+  auto query = [&](std::span<const mad::PmaQuery> qs, mad::Round round) {
+    std::vector<mad::PmaReply> all;
+    all.reserve(qs.size());
+    for (std::size_t i = 0; i < qs.size() && !stop_flag_; i += chunk) {
+      mad::QueryStats st;
+      auto part = client_->query(qs.subspan(i, std::min(chunk, qs.size() - i)), mad::round_options(o_.query, round), &st);
+      mads_ += st.sent;
+      stray_ += st.stray;
+      all.insert(all.end(), part.begin(), part.end());
+    }
+    return all;  // stopped early: shorter, and the reader stops
+  };
+  const mad::AgentReads reads = agents_.read(asks, choose, query);
+  if (reads.incomplete || stop_flag_) return std::nullopt;
+  ext_speeds_.rediscovered(topology());
+  bool any_unreachable = false;
+  std::size_t ports_ok = 0;
+  const mad::AgentRead none;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const FabricNode& n = nodes[i];
+    const mad::AgentRead& a = ask_of[i] == SIZE_MAX ? none : reads.agents[ask_of[i]];
+    if (ask_of[i] != SIZE_MAX) any_unreachable |= note_node_read(n, a);
+    exporter::MetricSink node_sink;  // rendered after each node: samples never pile up
+    const exporter::Labels node{{"node_guid", n.guid_label}};
+    if (!n.ports.empty()) emit_node(n, node, node_sink);
+    for (std::size_t p = 0; p < a.ports.size(); ++p) {
+      ports_ok += a.ports[p].answered();
+      emit_fabric_port(n.ports[p], node, &a.ports[p].readings, node_sink);
+      const ExtSpeedsTable::PortKey key{n.guid_label, n.ports[p].number};
+      if (a.ports[p].readings.ext_speeds) ext_speeds_.set(key, *a.ports[p].readings.ext_speeds);
+    }
+    if (a.cap)
+      emit_support("rdma_pma_fabric_attribute_supported",
+                   "1 when every queried port of the node answers this optional PMA attribute, 0 when its "
+                   "ClassPortInfo rules it out or a port answered 'unsupported' (that port's counters are absent).",
+                   *a.cap, o_.vl_xmit_wait, a.refused(), {{"node_guid", n.guid_label}, {"node_name", n.name}}, node_sink);
+    text.add(std::move(node_sink));
+  }
+  if (any_unreachable) rediscover_ = true;  // a node may have gone: look again next time
+  return ports_ok;
+}
+
+bool FabricLoop::note_node_read(const FabricNode& n, const mad::AgentRead& a) {
+  auto count_error = [&](mad::Outcome o) {
+    auto& e = node_errors_[n.guid_label];
+    e.name = n.name;
+    ++e.by_reason[std::string(mad::outcome_label(o))];
+  };
+  if (a.timeouts) {
+    auto& e = node_errors_[n.guid_label];
+    e.name = n.name;
+    e.timeouts += a.timeouts;
+  }
+  if (a.cpi_failure) count_error(a.cpi_failure->outcome());
+  bool unreachable = false;
+  for (std::size_t p = 0; p < a.ports.size(); ++p) {
+    const std::uint8_t port = n.ports[p].number;
+    for (const mad::Failure& f : a.ports[p].failures) {
+      count_error(f.outcome());
+      unreachable |= f.outcome() == mad::Outcome::kSendError || f.outcome() == mad::Outcome::kTimeout;
+    }
+    for (const mad::Failure& f : a.ports[p].newly_refused) {
+      // State of the port, not an error: not asked again until the reader forgets the node.
+      const bool timeout = f.reply.outcome == mad::Outcome::kTimeout;
+      const std::string how = timeout ? std::string("no reply") : mad::status_text(f.reply.status);
+      if (f.attr == mad::PmaAttr::kPortExtendedSpeedsCounters) {
+        if (ext_speeds_.refuse({n.guid_label, port}))
+          spdlog::info("pma fabric: {} ({}) port {} answers PortExtendedSpeedsCounters with {}: no FEC counters there "
+                       "until the next discovery (further ports of this node not logged)",
+                       n.name, n.guid_label, port, how);
+        continue;
+      }
+      const std::string attr(mad::attr_name(f.attr));
+      if (logged_.insert(n.guid_label + "/" + attr).second)
+        spdlog::info("pma fabric: {} ({}) port {} answers {} with {}: its counters are not exported where refused "
+                     "(further ports of this node not logged)",
+                     n.name, n.guid_label, port, attr, how);
+    }
+  }
+  return unreachable;
+}
+
+void FabricLoop::emit_loop_series(const Topology* topo, std::size_t ports_ok, double seconds, exporter::MetricSink& sink) {
+  std::size_t ports_seen = 0;
+  std::map<std::string, std::uint64_t> nodes_by_type;
   if (topo)
     for (const auto& n : topo->nodes) {
       ++nodes_by_type[n.type];
       ports_seen += n.ports.size();
     }
-  if (client_ && topo && o_.snapshot) {
-    const auto& nodes = topo->nodes;
-    auto count_error = [this](const FabricNode& n, mad::Outcome o) {
-      auto& e = node_errors_[n.guid_label];
-      e.name = n.name;
-      ++e.by_reason[std::string(mad::outcome_label(o))];
-    };
-    // Whole query lists go in chunks so that a local-mode scrape waits at most one chunk.
-    const std::size_t chunk = std::max<std::size_t>(256, o_.query.window * 4);
-    auto run_queries = [&](const std::vector<mad::PmaQuery>& qs) {
-      std::vector<mad::PmaReply> all;
-      all.reserve(qs.size());
-      for (std::size_t i = 0; i < qs.size() && !stop_flag_; i += chunk) {
-        mad::QueryStats st;
-        auto part = client_->query(std::span(qs).subspan(i, std::min(chunk, qs.size() - i)), o_.query, &st);
-        mads_ += st.sent;
-        stray_ += st.stray;
-        for (auto& r : part) all.push_back(r);
-      }
-      all.resize(qs.size());  // stopped early: the rest count as not answered (outcome timeout)
-      return all;
-    };
-    auto timeouts_of = [this](const FabricNode& n, const mad::PmaReply& r) {
-      // Only timeouts are retried: every attempt but a final non-timeout one timed out.
-      const unsigned t = r.outcome == mad::Outcome::kTimeout ? r.attempts : (r.attempts ? r.attempts - 1u : 0u);
-      if (t) {
-        auto& e = node_errors_[n.guid_label];
-        e.name = n.name;
-        e.timeouts += t;
-      }
-    };
-    // 1. ClassPortInfo of nodes not seen before.
-    std::vector<mad::PmaQuery> qs;
-    std::vector<std::size_t> who;
-    for (std::size_t i = 0; i < nodes.size(); ++i)
-      if (!nodes[i].ports.empty() && !learned_.count(nodes[i].guid_label)) {
-        qs.push_back({nodes[i].lid, 0, mad::PmaAttr::kClassPortInfo});
-        who.push_back(i);
-      }
-    auto replies = run_queries(qs);
-    if (stop_flag_) return;
-    for (std::size_t k = 0; k < qs.size(); ++k) {
-      const FabricNode& n = nodes[who[k]];
-      timeouts_of(n, replies[k]);
-      PortReadings r;
-      if (replies[k].outcome == mad::Outcome::kOk && store(r, mad::PmaAttr::kClassPortInfo, replies[k]))
-        learned_[n.guid_label].cap = r.cap_mask;
-      else
-        count_error(n, replies[k].outcome == mad::Outcome::kOk ? mad::Outcome::kMalformed : replies[k].outcome);
-    }
-    // 2. Counters of every cabled port of every node whose capabilities are known.
-    struct Slot {
-      std::size_t node, port;
-      mad::PmaAttr attr;
-    };
-    std::vector<Slot> slots;
-    qs.clear();
-    auto refused_by = [](const Learned& l, std::uint8_t port) {
-      auto it = l.refused.find(port);
-      return it == l.refused.end() ? AttrSet{} : it->second;
-    };
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      auto known = learned_.find(nodes[i].guid_label);
-      if (known == learned_.end()) continue;
-      for (std::size_t p = 0; p < nodes[i].ports.size(); ++p) {
-        const FabricPort& fp = nodes[i].ports[p];
-        for (auto a : attributes_for(known->second.cap, o_.vl_xmit_wait, refused_by(known->second, fp.number))) {
-          qs.push_back({fp.lid, fp.number, a});
-          slots.push_back({i, p, a});
-        }
-      }
-    }
-    replies = run_queries(qs);
-    if (stop_flag_) return;
-    std::vector<std::vector<PortReadings>> readings(nodes.size());
-    std::vector<std::vector<bool>> failed(nodes.size());
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      readings[i].resize(nodes[i].ports.size());
-      failed[i].assign(nodes[i].ports.size(), false);
-      auto known = learned_.find(nodes[i].guid_label);
-      for (auto& r : readings[i]) r.cap_mask = known == learned_.end() ? 0 : known->second.cap;
-    }
-    bool any_unreachable = false;
-    for (std::size_t k = 0; k < qs.size(); ++k) {
-      const Slot& s = slots[k];
-      const FabricNode& n = nodes[s.node];
-      timeouts_of(n, replies[k]);
-      const auto& rep = replies[k];
-      PortReadings& r = readings[s.node][s.port];
-      if (rep.outcome == mad::Outcome::kOk) {
-        if (store(r, s.attr, rep)) continue;
-        r.ext_failed |= s.attr == mad::PmaAttr::kPortCountersExtended;
-        count_error(n, mad::Outcome::kMalformed);
-        continue;
-      }
-      if (says_unsupported(s.attr, rep)) {  // state of the port, not an error: not asked again until rediscovery
-        const std::uint8_t port = n.ports[s.port].number;
-        learned_[n.guid_label].refused[port].add(s.attr);
-        const std::string attr(mad::attr_name(s.attr));
-        if (logged_.insert(n.guid_label + "/" + attr).second)
-          spdlog::info("pma fabric: {} ({}) port {} answers {} with {}: its counters are not exported where refused "
-                       "(further ports of this node not logged)",
-                       n.name, n.guid_label, port, attr, mad::status_text(rep.status));
-        continue;
-      }
-      if (rep.outcome == mad::Outcome::kSendError || rep.outcome == mad::Outcome::kTimeout) any_unreachable = true;
-      failed[s.node][s.port] = true;
-      r.ext_failed |= s.attr == mad::PmaAttr::kPortCountersExtended;
-      count_error(n, rep.outcome);
-    }
-    if (any_unreachable) rediscover_ = true;  // a node may have gone: look again next time
-    if (o_.ext_speeds) read_ext_speeds(*topo);
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      const FabricNode& n = nodes[i];
-      exporter::MetricSink node_sink;  // rendered after each node: samples never pile up
-      const exporter::Labels node{{"node_guid", n.guid_label}};
-      if (!n.ports.empty()) emit_node(n, node, node_sink);
-      for (std::size_t p = 0; p < n.ports.size(); ++p) {
-        if (!failed[i][p] && readings[i][p].pc) ++ports_ok;
-        emit_fabric_port(n.ports[p], node, &readings[i][p], node_sink);
-      }
-      if (auto known = learned_.find(n.guid_label); known != learned_.end() && !n.ports.empty()) {
-        AttrSet refused;
-        for (const auto& [port, set] : known->second.refused) refused.add(set);
-        emit_support("rdma_pma_fabric_attribute_supported",
-                     "1 when every queried port of the node answers this optional PMA attribute, 0 when its "
-                     "ClassPortInfo rules it out or a port answered 'unsupported' (that port's counters are absent).",
-                     known->second.cap, o_.vl_xmit_wait, refused, {{"node_guid", n.guid_label}, {"node_name", n.name}},
-                     node_sink);
-      }
-      text.add(std::move(node_sink));
-    }
-  }
-  ++refreshes_;
-  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   sink.gauge("rdma_pma_fabric_scrape_duration_seconds",
              "Duration of the last fabric refresh (discovery, when it ran, and every PMA query).", {}, seconds);
   sink.gauge("rdma_pma_fabric_discovery_duration_seconds", "Duration of the last libibnetdisc discovery.", {},
@@ -448,11 +434,6 @@ void FabricLoop::refresh_once() {
   if (o_.links) links_.emit(sink);
   if (o_.sm) sm_.emit(sink);
   if (o_.snapshot && o_.ext_speeds) ext_speeds_.emit(sink);
-  text.add(std::move(sink));
-  publish(std::move(text).finish());
-  // A refresh of a large fabric allocates and frees megabytes of text and samples; hand the
-  // pages back instead of keeping the peak resident until the next refresh.
-  malloc_trim(0);
 }
 
 void FabricLoop::count_request(const std::string& result) {
@@ -478,17 +459,20 @@ TargetAnswer FabricLoop::read_target(std::uint64_t guid, const std::vector<int>&
     return {400, "target " + n->guid_label + " has no cabled port with a LID among those asked\n"};
   }
   // Two rounds at most (ClassPortInfo, then the counters), each with its retries, within the
-  // budget; the MAD queue may add a wait behind other targets, which the offset covers. The
+  // budget (a third for FEC counters, below); the MAD queue may add a wait behind other targets, which the offset covers. The
   // header may shorten an attempt, never below the floor: a tiny header would otherwise turn
   // every answer into timeouts (and each timeout into a request for rediscovery).
+  // PortExtendedSpeedsCounters, where a port announces extended speeds, is a third round of one
+  // attempt (no retries: see sources/mad/pma_agent.h).
+  const bool ext = std::any_of(wanted.begin(), wanted.end(), [&](const FabricPort* fp) { return wants_ext_speeds(*fp); });
   mad::QueryOptions q = o_.query;
+  const unsigned attempts = 2 * (q.retries + 1) + (ext ? 1 : 0);
   if (budget) {
-    const auto per_attempt = *budget / (2 * (q.retries + 1));
+    const auto per_attempt = *budget / attempts;
     q.timeout = std::max(std::min(q.timeout, o_.target_min_attempt), std::min(q.timeout, per_attempt));
   }
   // The longest the read may take, which also bounds the wait for MAD tokens.
-  const auto deadline = started + (budget ? std::max(*budget, 2 * (q.retries + 1) * q.timeout)
-                                          : 2 * (q.retries + 1) * q.timeout);
+  const auto deadline = started + (budget ? std::max(*budget, attempts * q.timeout) : attempts * q.timeout);
   std::string key = n->guid_label + "/" + std::to_string(q.timeout.count());
   for (const FabricPort* fp : wanted) key += "," + std::to_string(fp->number);
   bool shared = false;
@@ -517,13 +501,13 @@ TargetAnswer FabricLoop::read_target_now(const FabricNode& node, const std::vect
   std::uint64_t sent = 0;
   bool limited = false;
   // Every round takes its MADs from the fabric-wide bucket first (retries are debited after).
-  auto query = [&](const std::vector<mad::PmaQuery>& qs) {
+  auto query = [&](std::span<const mad::PmaQuery> qs, const mad::QueryOptions& opts) {
     if (!target_bucket_.take(static_cast<double>(qs.size()), deadline)) {
       limited = true;
       return std::vector<mad::PmaReply>{};
     }
     mad::QueryStats st;
-    auto r = client_ref->query(qs, q, &st);
+    auto r = client_ref->query(qs, opts, &st);
     sent += st.sent;
     if (st.sent > qs.size()) target_bucket_.debit(static_cast<double>(st.sent - qs.size()));
     return r;
@@ -541,73 +525,55 @@ TargetAnswer FabricLoop::read_target_now(const FabricNode& node, const std::vect
                                  " retries" + (fitted ? ", fitted to the scrape timeout" : "") + ")\n",
                         "unreachable", sent};
   };
-  Learned known;
-  bool have = false;
-  {
-    std::lock_guard lock(target_mu_);
-    if (auto it = target_learned_.find(n->guid_label); it != target_learned_.end()) known = it->second, have = true;
-  }
-  if (!have) {
-    const mad::PmaQuery cpi{n->lid, 0, mad::PmaAttr::kClassPortInfo};
-    auto r = query({cpi});
-    if (limited) return refused();
-    PortReadings pr;
-    if (r[0].outcome != mad::Outcome::kOk || !store(pr, cpi.attr, r[0]))
-      return fail("ClassPortInfo " + std::string(mad::outcome_label(r[0].outcome)));
-    known.cap = pr.cap_mask;
-  }
-  struct Slot {
-    std::size_t port;
-    mad::PmaAttr attr;
-  };
-  std::vector<mad::PmaQuery> qs;
-  std::vector<Slot> slots;
-  for (std::size_t p = 0; p < wanted.size(); ++p) {
-    auto it = known.refused.find(wanted[p]->number);
-    AttrSet skip = it == known.refused.end() ? AttrSet{} : it->second;
+  mad::AgentAsk ask{.key = n->guid_label, .lid = n->lid, .port_select = 0, .ports = {}};
+  for (const FabricPort* fp : wanted) ask.ports.push_back({fp->lid, fp->number});
+  auto choose = [&](std::uint16_t cap, std::size_t, std::size_t port) {
+    AttrSet skip;
     if (!o_.error_details) {  // the default set: PortCounters + PortCountersExtended, 2 MADs a port
       skip.add(mad::PmaAttr::kPortRcvErrorDetails);
       skip.add(mad::PmaAttr::kPortXmitDiscardDetails);
     }
-    for (auto a : attributes_for(known.cap, o_.vl_xmit_wait, skip)) {
-      qs.push_back({wanted[p]->lid, wanted[p]->number, a});
-      slots.push_back({p, a});
-    }
-  }
-  auto replies = query(qs);
+    auto attrs = attributes_for(cap, o_.vl_xmit_wait, skip);
+    if (wants_ext_speeds(*wanted[port])) attrs.push_back(mad::PmaAttr::kPortExtendedSpeedsCounters);
+    return attrs;
+  };
+  const mad::AgentReads reads = target_agents_.read(std::span(&ask, 1), choose, [&](auto qs, mad::Round round) {
+    auto r = query(qs, mad::round_options(q, round));
+    if (round == mad::Round::kDroppable) limited = false;  // FEC counters left out, the rest answered
+    return r;
+  });
   if (limited) return refused();
-  std::vector<PortReadings> readings(wanted.size());
-  std::vector<bool> failed(wanted.size(), false);
-  for (auto& r : readings) r.cap_mask = known.cap;
-  std::string first_error;
-  for (std::size_t k = 0; k < qs.size(); ++k) {
-    const auto& rep = replies[k];
-    PortReadings& r = readings[slots[k].port];
-    if (rep.outcome == mad::Outcome::kOk && store(r, slots[k].attr, rep)) continue;
-    if (says_unsupported(slots[k].attr, rep)) {
-      known.refused[wanted[slots[k].port]->number].add(slots[k].attr);
-      continue;
-    }
-    failed[slots[k].port] = true;
-    r.ext_failed |= slots[k].attr == mad::PmaAttr::kPortCountersExtended;
-    if (first_error.empty())
-      first_error = "port " + std::to_string(wanted[slots[k].port]->number) + " " +
-                    std::string(mad::attr_name(slots[k].attr)) + " " +
-                    std::string(rep.outcome == mad::Outcome::kOk ? "malformed" : mad::outcome_label(rep.outcome));
-  }
+  const mad::AgentRead& a = reads.agents[0];
+  if (a.cpi_failure) return fail("ClassPortInfo " + std::string(mad::outcome_label(a.cpi_failure->outcome())));
   std::size_t answered = 0;
-  for (std::size_t p = 0; p < wanted.size(); ++p) answered += !failed[p] && readings[p].pc;
+  std::string first_error;
+  for (std::size_t p = 0; p < wanted.size(); ++p) {
+    const mad::PortRead& pr = a.ports[p];
+    answered += pr.answered();
+    if (first_error.empty() && pr.failed())
+      first_error = "port " + std::to_string(wanted[p]->number) + " " + std::string(mad::attr_name(pr.failures[0].attr)) +
+                    " " + std::string(mad::outcome_label(pr.failures[0].outcome()));
+    for (const mad::Failure& f : pr.newly_refused) {
+      if (f.attr != mad::PmaAttr::kPortExtendedSpeedsCounters) continue;
+      std::lock_guard lock(target_mu_);
+      if (target_logged_.insert(n->guid_label).second)
+        spdlog::info("pma fabric: target {} ({}) port {} answers PortExtendedSpeedsCounters with {}: no FEC counters "
+                     "there until the next discovery (further ports of this node not logged)",
+                     n->name, n->guid_label, wanted[p]->number,
+                     f.reply.outcome == mad::Outcome::kTimeout ? std::string("no reply") : mad::status_text(f.reply.status));
+    }
+  }
   if (answered == 0) return fail(first_error.empty() ? "no PortCounters" : first_error);
   const bool partial = answered < wanted.size();
-  if (!partial) {
-    std::lock_guard lock(target_mu_);
-    target_learned_[n->guid_label] = known;  // a failed port is asked ClassPortInfo again
-  }
   // The series carry only `port`: the target (and its node_guid label from /pma/targets) names
   // the node, and names live in the two _info series, so that a port costs well under 2 KB.
   exporter::MetricSink sink;
   emit_node(*n, {}, sink);
-  for (std::size_t p = 0; p < wanted.size(); ++p) emit_fabric_port(*wanted[p], {}, failed[p] ? nullptr : &readings[p], sink);
+  for (std::size_t p = 0; p < wanted.size(); ++p) {
+    const mad::PortRead& pr = a.ports[p];
+    emit_fabric_port(*wanted[p], {}, pr.failed() ? nullptr : &pr.readings, sink);
+    if (pr.readings.ext_speeds) emit_fec(*pr.readings.ext_speeds, {{"port", std::to_string(wanted[p]->number)}}, sink);
+  }
   sink.gauge_u64("rdma_pma_fabric_target_ports_answered", "Ports of this target whose PortCounters answered.", {}, answered);
   exporter::TextAccumulator text;
   text.add(std::move(sink));

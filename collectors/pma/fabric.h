@@ -25,8 +25,10 @@
 #include "collectors/pma/fabric_sm.h"
 #include "collectors/pma/pma_metrics.h"
 #include "collectors/pma/target_guard.h"
+#include "exporter/exposition.h"
 #include "exporter/metrics.h"
 #include "sources/mad/mad_client.h"
+#include "sources/mad/pma_agent.h"
 #include "sources/mad/pma_decode.h"
 #include "sources/mad/smp_decode.h"
 
@@ -135,14 +137,9 @@ class FabricLoop {
   std::chrono::steady_clock::time_point target_discovery_at_ = std::chrono::steady_clock::now();
   std::uint64_t discoveries_ = 0;
   double discovery_seconds_ = 0;
-  // What each node's agent said about itself (node guid -> ClassPortInfo CapabilityMask, and the
-  // optional attributes each port number refused). A node is here once its ClassPortInfo answered;
-  // all is learned again after each discovery (a node may have been replaced or upgraded).
-  struct Learned {
-    std::uint16_t cap = 0;
-    std::map<std::uint8_t, AttrSet> refused;
-  };
-  std::map<std::string, Learned> learned_;
+  // What each node's agent said about itself, keyed by node GUID (sources/mad/pma_agent.h has the
+  // rule); everything is forgotten after each discovery too (a node may have been replaced).
+  mad::PmaAgentReader agents_;
   std::set<std::string> logged_;  // node guid + attribute: refusals logged once
   struct NodeErrors {
     std::string name;
@@ -156,10 +153,19 @@ class FabricLoop {
   SmMonitor sm_{o_.sm_stuck_polls};     // loop thread only
   void poll_subnet_managers();
   ExtSpeedsTable ext_speeds_;  // loop thread only
-  void read_ext_speeds(const Topology& topo);
-  // Target mode's own knowledge of each node's agent (learned_ belongs to the loop thread).
+  // The steps of refresh_once.
+  void open_client();
+  void discover_when_due();
+  // Reads every cabled port into `text`; the ports whose PortCounters answered, nullopt when stopped.
+  std::optional<std::size_t> read_snapshot(const Topology& topo, exporter::TextAccumulator& text);
+  // Counts a node's errors and timeouts and logs its refusals; true when a port did not answer.
+  bool note_node_read(const FabricNode& n, const mad::AgentRead& a);
+  void emit_loop_series(const Topology* topo, std::size_t ports_ok, double seconds, exporter::MetricSink& sink);
+  bool wants_ext_speeds(const FabricPort& fp) const { return o_.ext_speeds && fp.info && fp.info->ext_speeds(); }
+  // Target mode's own knowledge of each node's agent (agents_ belongs to the loop's refresh).
+  mad::PmaAgentReader target_agents_;
   mutable std::mutex target_mu_;
-  std::map<std::string, Learned> target_learned_;
+  std::set<std::string> target_logged_;  // node GUIDs whose PortExtendedSpeedsCounters refusal was logged
   TargetReads target_reads_;
   MadBucket target_bucket_;
 

@@ -20,6 +20,7 @@
 #include "collectors/pma/pma_metrics.h"
 #include "exporter/collector.h"
 #include "sources/mad/mad_client.h"
+#include "sources/mad/pma_agent.h"
 
 namespace rdma::collectors::pma {
 namespace {
@@ -136,19 +137,12 @@ class PmaCollector final : public exporter::Collector {
             std::move(a.body)};
   }
 
+  // Held across scrapes: one umad agent per port for the daemon's life (no open/register/close
+  // per scrape), and replies that come back after their deadline reach a registered agent and
+  // are counted as strays instead of arriving at a closed one.
   struct PortState {
-    // What the port's agent said about itself: learned again when the port changes (another LID
-    // or port GUID, or not ACTIVE in a scrape) and after a failed query (it may have restarted).
-    struct Learned {
-      std::optional<std::uint16_t> cap;  // ClassPortInfo CapabilityMask
-      AttrSet refused;                   // optional attributes answered "unsupported"
-      std::uint16_t lid = 0;
-      std::uint64_t port_guid = 0;
-    } learned;
-    // Held across scrapes: one umad agent per port for the daemon's life (no open/register/close
-    // per scrape), and replies that come back after their deadline reach a registered agent and
-    // are counted as strays instead of arriving at a closed one.
     std::shared_ptr<mad::MadClient> client;
+    std::uint64_t port_guid = 0;  // another port GUID at the same place is another agent
   };
 
   static const model::PortModel* host_port(const model::HostModel& host, const std::string& dev, int port) {
@@ -181,7 +175,7 @@ class PmaCollector final : public exporter::Collector {
         continue;
       }
       if (lp.state != 4 || lp.lid == 0) {
-        if (auto it = state_.find(id); it != state_.end()) it->second.learned = {};
+        agents_.forget(id);  // learned again when it is back (another agent may answer then)
         log_once(id + "/down", "skipping " + id + " while it is not ACTIVE with a LID (state " + std::to_string(lp.state) +
                                    ", lid " + std::to_string(lp.lid) + ")");
         continue;
@@ -189,7 +183,10 @@ class PmaCollector final : public exporter::Collector {
       ++queried;
       collect_port(ctx, lp, id, out);
     }
-    std::erase_if(state_, [&](const auto& kv) { return !listed.count(kv.first); });  // unplugged: close its agent
+    std::erase_if(state_, [&](const auto& kv) {  // unplugged: close its agent
+      if (!listed.count(kv.first)) agents_.forget(kv.first);
+      return !listed.count(kv.first);
+    });
     out.gauge_u64("rdma_pma_local_ports", "Local InfiniBand ports queried through their PMA in this scrape.", {}, queried);
   }
 
@@ -212,56 +209,42 @@ class PmaCollector final : public exporter::Collector {
         return;
       }
     }
-    const std::shared_ptr<mad::MadClient> client_ref = st.client;  // fail() may drop st.client
-    mad::MadClient& client = *client_ref;
-    const auto port_select = static_cast<std::uint8_t>(lp.port);
-    auto fail = [&](mad::PmaAttr a, const mad::PmaReply& r) {
-      if (r.outcome == mad::Outcome::kSendError) st.client.reset();  // reopen the umad port next scrape
-      const std::string reason(r.outcome == mad::Outcome::kOk ? "malformed" : mad::outcome_label(r.outcome));
-      ctx.errors.report(reason, id + "/" + std::string(mad::attr_name(a)),
-                        "PMA " + std::string(mad::attr_name(a)) + " of " + id + " (lid " + std::to_string(lp.lid) +
-                            ") failed: " + reason + " " + mad::status_text(r.status));
+    if (st.port_guid != lp.port_guid) agents_.forget(id);
+    st.port_guid = lp.port_guid;
+    const std::shared_ptr<mad::MadClient> client = st.client;  // a send error drops st.client
+    auto fail = [&](const mad::Failure& f) {
+      if (f.outcome() == mad::Outcome::kSendError) st.client.reset();  // reopen the umad port next scrape
+      const std::string reason(mad::outcome_label(f.outcome()));
+      ctx.errors.report(reason, id + "/" + std::string(mad::attr_name(f.attr)),
+                        "PMA " + std::string(mad::attr_name(f.attr)) + " of " + id + " (lid " + std::to_string(lp.lid) +
+                            ") failed: " + reason + " " + mad::status_text(f.reply.status));
     };
-    PortState::Learned& learned = st.learned;
-    const PortState::Learned unknown{.lid = lp.lid, .port_guid = lp.port_guid};
-    if (learned.lid != lp.lid || learned.port_guid != lp.port_guid) learned = unknown;
-    PortReadings readings;
-    if (!learned.cap) {
-      const mad::PmaQuery q{lp.lid, port_select, mad::PmaAttr::kClassPortInfo};
-      auto r = client.query(std::span(&q, 1), local_.query);
-      if (r[0].outcome != mad::Outcome::kOk || !store(readings, q.attr, r[0])) {
-        fail(q.attr, r[0]);
-        return;
-      }
-      learned.cap = readings.cap_mask;
+    const mad::AgentAsk ask{.key = id, .lid = lp.lid,
+                            .port_select = static_cast<std::uint8_t>(lp.port),
+                            .ports = {{lp.lid, static_cast<std::uint8_t>(lp.port)}}};
+    auto choose = [&](std::uint16_t cap, std::size_t, std::size_t) { return attributes_for(cap, local_.vl_xmit_wait); };
+    mad::QueryStats stats;  // over the rounds
+    auto query = [&](std::span<const mad::PmaQuery> qs, mad::Round round) {
+      return client->query(qs, mad::round_options(local_.query, round), &stats);
+    };
+    const mad::AgentRead a = std::move(agents_.read(std::span(&ask, 1), choose, query, mad::kPmaLocal).agents[0]);
+    if (a.cpi_failure) return fail(*a.cpi_failure);
+    const mad::PortRead& pr = a.ports[0];
+    for (const mad::Failure& f : pr.newly_refused) {
+      const std::string attr(mad::attr_name(f.attr));
+      log_once(id + "/unsupported/" + attr, id + " (lid " + std::to_string(lp.lid) + ") answers " + attr + " with " +
+                                                mad::status_text(f.reply.status) + ": its counters are not exported");
     }
-    // Copies: a failed query below forgets what was learned before the series are written.
-    const std::uint16_t cap_mask = *learned.cap;
-    AttrSet refused = learned.refused;
-    readings.cap_mask = cap_mask;
-    const auto attrs = attributes_for(cap_mask, local_.vl_xmit_wait, refused);
-    std::vector<mad::PmaQuery> qs;
-    for (auto a : attrs) qs.push_back({lp.lid, port_select, a});
-    auto replies = client.query(qs, local_.query);
-    bool failed = false;
-    for (std::size_t i = 0; i < qs.size(); ++i) {
-      const auto& r = replies[i];
-      if (r.outcome == mad::Outcome::kOk && store(readings, qs[i].attr, r)) continue;
-      if (says_unsupported(qs[i].attr, r)) {
-        refused.add(qs[i].attr);
-        const std::string attr(mad::attr_name(qs[i].attr));
-        log_once(id + "/unsupported/" + attr, id + " (lid " + std::to_string(lp.lid) + ") answers " + attr + " with " +
-                                                  mad::status_text(r.status) + ": its counters are not exported");
-        continue;
-      }
-      failed = true;
-      readings.ext_failed |= qs[i].attr == mad::PmaAttr::kPortCountersExtended;
-      fail(qs[i].attr, r);
-    }
-    learned.refused = refused;
-    if (failed) learned = unknown;  // ask ClassPortInfo and the refused attributes again next time
+    for (const mad::Failure& f : pr.failures) fail(f);
+    const std::uint16_t cap_mask = *a.cap;
+    const AttrSet refused = pr.refused;
+    const PortReadings& readings = pr.readings;
     const exporter::Labels base{{"device", lp.ca}, {"port", std::to_string(lp.port)}};
     emit_port(readings, "rdma_pma_port_", base, out);
+    out.gauge_u64("rdma_pma_port_mads",
+                  "PMA MADs this collector sent to the port in this scrape, retries included (attributes the port "
+                  "collector read in the last second are taken from its answers, not asked again).",
+                  base, stats.sent);
     exporter::Labels info = base;
     info.emplace_back("lid", std::to_string(lp.lid));
     info.emplace_back("port_guid", mad::guid_label(lp.port_guid));
@@ -279,6 +262,9 @@ class PmaCollector final : public exporter::Collector {
   LocalOptions local_;
   std::unique_ptr<FabricLoop> fabric_;
   std::map<std::string, PortState> state_;
+  // What each local port's agent said about itself ("ca/port"), shared with the port collector
+  // (counters-source auto): a port's attributes are read once per scrape between the two.
+  mad::PmaAgentReader& agents_ = mad::local_port_agents();
   std::set<std::string> logged_;
 };
 
@@ -325,7 +311,7 @@ RDMA_REGISTER_COLLECTOR({
             {"fabric-link-retention", exporter::OptionType::kDuration, "24h",
              "Fabric mode: how long a link gone down stays in the link table with its last-known far end."},
             {"fabric-ext-speeds", exporter::OptionType::kBool, "true",
-             "Fabric snapshot: also read PortExtendedSpeedsCounters (FEC counters, RS-FEC form where announced) of "
+             "Fabric snapshot and /pma targets: also read PortExtendedSpeedsCounters (FEC counters, RS-FEC form where announced) of "
              "ports with extended speeds; a port whose agent refuses it is not asked again until rediscovery."},
             {"fabric-sm", exporter::OptionType::kBool, "true",
              "Fabric mode: SMInfo of every subnet manager the discovery found, once per refresh "

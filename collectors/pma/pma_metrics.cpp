@@ -25,11 +25,6 @@ void emit(const std::string& prefix, const mad::PmaCounter& c, mad::PmaValue v, 
 
 }  // namespace
 
-bool says_unsupported(PmaAttr attr, const mad::PmaReply& reply) {
-  return std::find(kOptionalAttrs.begin(), kOptionalAttrs.end(), attr) != kOptionalAttrs.end() &&
-         reply.outcome == mad::Outcome::kStatus && mad::status_unsupported(reply.status);
-}
-
 std::vector<PmaAttr> attributes_for(std::uint16_t cap, bool vl_xmit_wait, AttrSet refused) {
   std::vector<PmaAttr> a{PmaAttr::kPortCounters};
   // PortCountersExtended only where ClassPortInfo announces it (perfquery asks anyway and warns).

@@ -10,34 +10,17 @@
 
 #include "exporter/metrics.h"
 #include "sources/mad/mad_client.h"
+#include "sources/mad/pma_agent.h"
 #include "sources/mad/pma_counters.h"
 #include "sources/mad/pma_decode.h"
 
 namespace rdma::collectors::pma {
 
-// The optional PerfMgt attributes this collector reads (IBA vol1 16.1.3: of these only
-// PortCounters is mandatory, besides ClassPortInfo). A real agent may answer one of them with an
-// "unsupported" MAD status; that is a property of the port, learned per port and exported as
-// state, never counted as an error.
-inline constexpr std::array<mad::PmaAttr, 4> kOptionalAttrs = {
-    mad::PmaAttr::kPortCountersExtended, mad::PmaAttr::kPortRcvErrorDetails, mad::PmaAttr::kPortXmitDiscardDetails,
-    mad::PmaAttr::kPortVLXmitWaitCounters};
-
-// The attributes a port's agent refused, as a bit per attribute ID (every ID here is below 32).
-class AttrSet {
- public:
-  bool has(mad::PmaAttr a) const { return bits_ & bit(a); }
-  void add(mad::PmaAttr a) { bits_ |= bit(a); }
-  void add(const AttrSet& other) { bits_ |= other.bits_; }
-
- private:
-  static constexpr std::uint32_t bit(mad::PmaAttr a) { return std::uint32_t{1} << (static_cast<unsigned>(a) & 31u); }
-  std::uint32_t bits_ = 0;
-};
-
-// True when `reply` to `attr` says the agent does not implement it (optional attributes only: a
-// refused PortCounters or ClassPortInfo is a failure).
-bool says_unsupported(mad::PmaAttr attr, const mad::PmaReply& reply);
+// The optional attributes, the refused-attribute set and the "unsupported" rule belong to the
+// PMA agent reader (sources/mad/pma_agent.h).
+using mad::AttrSet;
+using mad::kOptionalAttrs;
+using mad::says_unsupported;
 
 // What one port answered (the decoders and the counter table are in sources/mad/pma_counters.h).
 using mad::PortReadings;

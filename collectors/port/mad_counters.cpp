@@ -21,7 +21,10 @@ bool MadCounters::backing_off(const std::string& ca, int port) {
 
 void MadCounters::sweep() {
   std::lock_guard lock(mu_);
-  std::erase_if(ports_, [](const auto& kv) { return !kv.second.used; });
+  std::erase_if(ports_, [this](const auto& kv) {
+    if (!kv.second.used) agents_.forget(kv.first.first + "/" + std::to_string(kv.first.second));
+    return !kv.second.used;
+  });
   for (auto& [key, p] : ports_) p.used = false;
 }
 
@@ -31,7 +34,7 @@ MadCounters::Read MadCounters::read(const std::string& ca, int port, std::uint16
   mad::QueryStats stats;  // accumulates over the queries below
   const std::string id = ca + "/" + std::to_string(port);
   auto failed = [&](std::string why) {
-    st.cap.reset();
+    agents_.forget(id);  // the agent reader forgets after a failed query; so does a port that would not open
     st.retry_at = std::chrono::steady_clock::now() + kRetryAfter;
     out.mads = stats.sent;
     out.error = std::move(why);
@@ -58,34 +61,40 @@ MadCounters::Read MadCounters::read(const std::string& ca, int port, std::uint16
       return failed(err);
     }
   }
-  if (st.lid != lid) st.cap.reset();
-  const auto port_select = static_cast<std::uint8_t>(port);
-  mad::PortReadings r;
-  auto query = [&](std::vector<mad::PmaQuery> qs) -> std::string {
-    const auto replies = st.client->query(qs, kQuery, &stats);
-    for (std::size_t i = 0; i < qs.size(); ++i) {
-      const mad::PmaReply& rep = replies[i];
-      if (rep.outcome == mad::Outcome::kOk && mad::store(r, qs[i].attr, rep)) continue;
-      if (rep.outcome == mad::Outcome::kSendError) st.client.reset();  // open the umad port again next time
-      const std::string why(rep.outcome == mad::Outcome::kOk ? "malformed" : mad::outcome_label(rep.outcome));
-      return std::string(mad::attr_name(qs[i].attr)) + " of " + id + " (lid " + std::to_string(lid) + "): " + why +
-             (rep.status ? " " + mad::status_text(rep.status) : "");
-    }
-    return {};
-  };
-  if (!st.cap) {
-    if (auto why = query({{lid, port_select, mad::PmaAttr::kClassPortInfo}}); !why.empty()) return failed(why);
-    st.cap = r.cap_mask;
-    st.lid = lid;
-  }
-  r.cap_mask = *st.cap;
-  std::vector<mad::PmaQuery> qs{{lid, port_select, mad::PmaAttr::kPortCounters}};
+  const mad::AgentAsk ask{.key = id, .lid = lid, .port_select = static_cast<std::uint8_t>(port),
+                          .ports = {{lid, static_cast<std::uint8_t>(port)}}};
   // The kernel's rule for its counters/ table: PortCountersExtended where ClassPortInfo announces it.
-  if (r.cap_mask & (mad::kCapExtWidth | mad::kCapExtWidthNoIetf))
-    qs.push_back({lid, port_select, mad::PmaAttr::kPortCountersExtended});
-  if (auto why = query(std::move(qs)); !why.empty()) return failed(why);
+  auto choose = [](std::uint16_t cap, std::size_t, std::size_t) {
+    std::vector<mad::PmaAttr> attrs{mad::PmaAttr::kPortCounters};
+    if (cap & (mad::kCapExtWidth | mad::kCapExtWidthNoIetf)) attrs.push_back(mad::PmaAttr::kPortCountersExtended);
+    return attrs;
+  };
+  const std::shared_ptr<mad::MadClient> client = st.client;
+  auto query = [&](std::span<const mad::PmaQuery> qs, mad::Round round) {
+    return client->query(qs, mad::round_options(kQuery, round), &stats);
+  };
+  mad::AgentRead a = std::move(agents_.read(std::span(&ask, 1), choose, query, mad::kPortCollector).agents[0]);
+  std::optional<mad::Failure> failure = a.cpi_failure;
+  if (!failure && a.ports[0].failed()) failure = a.ports[0].failures.front();
+  // The kernel's counters/ take the data counters from PortCountersExtended where ClassPortInfo
+  // announces it; an agent that then refuses it is read through counters/ (the driver's choice).
+  // (Refused in this read, or earlier by the pma collector's local mode, which shares the reader.)
+  if (!failure && a.ports[0].refused.has(mad::PmaAttr::kPortCountersExtended)) {
+    mad::PmaReply unsupported;
+    unsupported.outcome = mad::Outcome::kStatus;
+    unsupported.status = 0x000C;  // unsupported method/attribute combination
+    failure = a.ports[0].newly_refused.empty() ? mad::Failure{mad::PmaAttr::kPortCountersExtended, unsupported}
+                                               : a.ports[0].newly_refused.front();
+  }
+  if (failure) {
+    agents_.forget(id);  // refused or failed: ask ClassPortInfo again after the back-off
+    if (failure->outcome() == mad::Outcome::kSendError) st.client.reset();  // open the umad port again next time
+    return failed(std::string(mad::attr_name(failure->attr)) + " of " + id + " (lid " + std::to_string(lid) +
+                  "): " + std::string(mad::outcome_label(failure->outcome())) +
+                  (failure->reply.status ? " " + mad::status_text(failure->reply.status) : ""));
+  }
   out.mads = stats.sent;
-  out.readings = std::move(r);
+  out.readings = std::move(a.ports[0].readings);
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "sources/mad/mad_client.h"
+#include "sources/mad/pma_agent.h"
 #include "sources/mad/pma_counters.h"
 
 namespace rdma::collectors::port {
@@ -31,8 +32,8 @@ class MadCounters {
     bool no_device = false;
   };
 
-  // ClassPortInfo (once per port: again after a failure or another LID), then PortCounters and,
-  // where announced, PortCountersExtended, sent to the port's own LID through its umad device,
+  // ClassPortInfo (once per port: the PMA agent reader's rule, sources/mad/pma_agent.h), then
+  // PortCounters and, where announced, PortCountersExtended, sent to the port's own LID through its umad device,
   // which is used only when its CA has the node GUID of the sysfs tree's device at `dev_path`
   // (read when the device is opened). Safe to call for different ports at once.
   Read read(const std::string& ca, int port, std::uint16_t lid, const std::string& dev_path);
@@ -48,8 +49,6 @@ class MadCounters {
  private:
   struct Port {
     std::shared_ptr<mad::MadClient> client;  // held: one umad agent per port for the daemon's life
-    std::optional<std::uint16_t> cap;        // ClassPortInfo CapabilityMask
-    std::uint16_t lid = 0;                   // the LID cap was learned at
     std::chrono::steady_clock::time_point retry_at{};
     bool used = false;
   };
@@ -59,6 +58,9 @@ class MadCounters {
   static constexpr mad::QueryOptions kQuery{.window = 2, .timeout = std::chrono::milliseconds(500), .retries = 1};
   std::mutex mu_;  // the map; each Port is only used by the thread reading its device
   std::map<std::pair<std::string, int>, Port> ports_;
+  // What each port's agent said about itself, keyed "ca/port": the reader the pma collector's
+  // local mode shares, so that a port's attributes are read once per scrape between them.
+  mad::PmaAgentReader& agents_ = mad::local_port_agents();
 };
 
 }  // namespace rdma::collectors::port

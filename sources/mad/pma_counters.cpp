@@ -105,7 +105,8 @@ bool store(PortReadings& r, PmaAttr attr, const PmaReply& reply) {
     case PmaAttr::kPortRcvErrorDetails: return (r.rcv_err = decode_rcv_error_details(p)).has_value();
     case PmaAttr::kPortXmitDiscardDetails: return (r.xmit_disc = decode_xmit_discard_details(p)).has_value();
     case PmaAttr::kPortVLXmitWaitCounters: return (r.vl_wait = decode_vl_xmit_wait(p)).has_value();
-    case PmaAttr::kPortExtendedSpeedsCounters: return false;  // not a PortReadings attribute (fabric_fec.cpp)
+    case PmaAttr::kPortExtendedSpeedsCounters:
+      return (r.ext_speeds = decode_ext_speeds_counters(p, (r.cap_mask & kCapRsFec) != 0)).has_value();
   }
   return false;
 }

@@ -11,6 +11,7 @@
 
 #include "sources/mad/mad_client.h"
 #include "sources/mad/pma_decode.h"
+#include "sources/mad/smp_decode.h"
 
 namespace rdma::mad {
 
@@ -25,6 +26,7 @@ struct PortReadings {
   std::optional<PortRcvErrorDetails> rcv_err;
   std::optional<PortXmitDiscardDetails> xmit_disc;
   std::optional<PortVLXmitWait> vl_wait;
+  std::optional<ExtSpeedsCounters> ext_speeds;  // RS-FEC form where cap_mask sets kCapRsFec
 };
 
 // Stores a successful reply's payload in `r`; false when it does not decode (malformed).

@@ -8,7 +8,11 @@ A persistent opensm (and a second one of higher priority) for the subnet manager
 with its priority and an advancing ActCount, a handover counted as a master change, and after both
 stop no master; the RdmaFabricNoMasterSm rule fires in a promtool test fed from that scrape.
 
-usage: test_fabric_links.py --exporter PATH links|sm
+PortExtendedSpeedsCounters in the per-target mode (target_fec): a port with extended speeds is asked
+0x1F on its node's /pma?target= read; ibsim drops it, which is state (no series, one log line, no
+error) and is not asked again, nor retried, on the next reads of the node.
+
+usage: test_fabric_links.py --exporter PATH links|sm|target_fec
 Exit 0 = pass, else fail (also when the simulator cannot be installed or started).
 """
 import os
@@ -25,7 +29,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from exporter_harness import take_exporter_arg  # noqa: E402
 from exporter_harness import stop_process  # noqa: E402
 from ibsim_harness import Exporter, Sim, SetupError, get, parse_metrics, run_sim_case, wait_for  # noqa: E402
-from test_pma import FAILS, check, eq  # noqa: E402  (one pass/fail reporter for the pma tests)
+from test_pma import FAILS, check, eq, http_get  # noqa: E402  (one pass/fail reporter for the pma tests)
 
 
 # A two-level fat tree with names as a GPU cluster has them, written in ibnetdiscover format (what
@@ -352,6 +356,43 @@ def case_sm(sim, exe):
     eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
 
 
+def target_mads(body):
+    return get(parse_metrics(body), "rdma_pma_fabric_target_mads")
+
+
+def case_target_fec(sim, exe):
+    lids = sim.lids()
+    r = sim.run(["ibportstate", str(lids["sw-leaf-01"]), "1", "espeed", "3"])
+    eq(r.returncode, 0, "ibportstate espeed 3 on sw-leaf-01 port 1 (%s)" % r.stderr.strip()[-200:])
+    e = Exporter(sim, exe, "--collector.pma.fabric", "--collector.pma.fabric-snapshot=false",
+                 "--collector.pma.fabric-target-cache=1ms", "--collector.pma.fabric-period=300ms")
+    wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_discoveries_total") >= 1, 60, what="first discovery")
+    status, body = http_get(e.port, "/pma/targets")
+    eq(status, 200, "/pma/targets answers")
+    groups = {g["labels"]["__meta_rdma_node_name"]: g for g in yaml.safe_load(body)}
+    guid = {name: g["targets"][0] for name, g in groups.items()}
+    ports = int(groups["sw-leaf-01"]["labels"]["__meta_rdma_node_ports"])
+    reads = []
+    for i in range(3):
+        status, body = http_get(e.port, "/pma?target=" + guid["sw-leaf-01"])
+        eq(status, 200, "read %d of sw-leaf-01 answers 200" % i)
+        m = parse_metrics(body)
+        check(not any(n.startswith("rdma_pma_fabric_port_fec_") for n, _ in m), "read %d: no FEC series where 0x1F is dropped" % i)
+        eq(get(m, "rdma_pma_fabric_target_ports_answered"), ports, "read %d: every port answered" % i)
+        reads.append(target_mads(body))
+    # ClassPortInfo and one 0x1F attempt per port (no retries; a switch's ports share port 0's
+    # IsExtendedSpeedsSupported) on the first read only; then the counters alone
+    eq(reads[0] - reads[1], 1 + ports, "first read: ClassPortInfo + one PortExtendedSpeedsCounters attempt per port "
+       "more, not retried (%s)" % reads)
+    eq(reads[1], reads[2], "later reads: the same MADs, 0x1F not asked again (%s)" % reads)
+    eq(reads[1], 2 * ports, "later reads: PortCounters + PortCountersExtended per port (%d ports)" % ports)
+    check("answers PortExtendedSpeedsCounters with no reply" in e.log(), "the refusal is logged")
+    m = e.metrics()
+    eq(sum(v for (n, l), v in m.items() if n == "rdma_exporter_collector_errors_total"), 0, "no collector errors")
+    eq(get(m, "rdma_pma_fabric_target_requests_total", result="ok"), 3, "3 target requests ok")
+    eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
+
+
 def main():
     exe = take_exporter_arg()
     case = sys.argv[1]
@@ -360,7 +401,7 @@ def main():
     except SetupError as s:
         print("FAIL - test bed:", s)
         return 1
-    return run_sim_case(sim, case, {"links": case_links, "sm": case_sm}, FAILS, exe)
+    return run_sim_case(sim, case, {"links": case_links, "sm": case_sm, "target_fec": case_target_fec}, FAILS, exe)
 
 
 if __name__ == "__main__":
