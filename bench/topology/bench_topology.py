@@ -9,9 +9,13 @@
     --collector.port alone against --collector.port --collector.topology, interleaved scrape by
     scrape, and their ratio: what enabling the collector (on by default) adds to a scrape.
 
-  bench/topology/bench_topology.py --exporter build/rdma_exporter [--scrapes 300]
+  bench/topology/bench_topology.py --exporter build/rdma_exporter [--scrapes 300] [--baseline OTHER_BINARY]
+
+With --baseline (another build, e.g. main's), part 1 also runs that binary on the same tree, scrape by
+scrape interleaved with --exporter, and prints both medians and their ratio (exporter / baseline).
 """
 import argparse
+import contextlib
 import os
 import statistics
 import subprocess
@@ -48,6 +52,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--exporter", required=True)
     ap.add_argument("--scrapes", type=int, default=300)
+    ap.add_argument("--baseline", help="a second rdma_exporter binary measured side by side on the 8x8 tree")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = os.path.join(tmp, "dgx")
@@ -55,17 +60,25 @@ def main():
         cfg = os.path.join(tmp, "cfg.yml")
         with open(cfg, "w") as f:
             f.write(EXPECT)
-        with Exporter(a.exporter, f"--path.sysfs={root}", f"--config.file={cfg}", "--collector.disable-defaults",
-                      "--collector.topology") as e:
-            c = Client(e.url + "/metrics")
-            c.scrape()
-            lat, own = [], []
-            for _ in range(a.scrapes):
-                t, body = c.scrape()
-                lat.append(t)
-                own.append(own_time(body))
-        print(f"8x8 DGX H100 tree, topology only, {a.scrapes} scrapes: collector median {statistics.median(own) * 1e6:.0f} us "
-              f"(p90 {statistics.quantiles(own, n=10)[8] * 1e6:.0f} us), /metrics median {statistics.median(lat) * 1e6:.0f} us")
+        args = (f"--path.sysfs={root}", f"--config.file={cfg}", "--collector.disable-defaults", "--collector.topology")
+        with Exporter(a.exporter, *args) as e, \
+                (Exporter(a.baseline, *args) if a.baseline else contextlib.nullcontext()) as b:
+            clients = [Client(e.url + "/metrics")] + ([Client(b.url + "/metrics")] if a.baseline else [])
+            for c in clients:
+                c.scrape()
+            lat, own = [[] for _ in clients], [[] for _ in clients]
+            for i in range(a.scrapes):
+                # Alternate which one goes first, so that neither always meets the other's caches.
+                for k in (range(len(clients)) if i % 2 else reversed(range(len(clients)))):
+                    t, body = clients[k].scrape()
+                    lat[k].append(t)
+                    own[k].append(own_time(body))
+        for k, name in enumerate(["exporter", "baseline"][:len(clients)]):
+            print(f"8x8 DGX H100 tree, topology only, {a.scrapes} scrapes, {name}: collector median {statistics.median(own[k]) * 1e6:.0f} us "
+                  f"(p90 {statistics.quantiles(own[k], n=10)[8] * 1e6:.0f} us), /metrics median {statistics.median(lat[k]) * 1e6:.0f} us")
+        if a.baseline:
+            print(f"8x8 ratio exporter / baseline: collector {statistics.median(own[0]) / statistics.median(own[1]):.3f}, "
+                  f"/metrics {statistics.median(lat[0]) / statistics.median(lat[1]):.3f}")
 
         bench = os.path.join(tmp, "bench")
         subprocess.run([sys.executable, os.path.join(REPO, "tests/lib/sysfs_gen.py"), bench, "--profile", "bench"], check=True)

@@ -24,6 +24,19 @@ std::vector<const Path*> Topology::paths_of_gpu(std::size_t gpu) const {
   return out;
 }
 
+// A software RDMA device (rxe) has no PCI function of its own: its traffic leaves through the
+// netdev it is bound to (the rdma link's parent, first among the port's netdevs as the RoCE GID
+// binding), so the PCIe path and the GPU relations are that netdev's function's: its device link,
+// where it has one (a veth has none). Not over a bond: which slave's function would be arbitrary.
+namespace {
+std::optional<std::string> lower_netdev_device(const model::HostModel& host, const model::DeviceModel& dev) {
+  for (const auto& port : dev.ports)
+    for (const auto& nd : port.netdevs)
+      if (!nd.bond && nd.via != "bond_slave") return host.sysfs_root + "/class/net/" + nd.name + "/device";
+  return std::nullopt;
+}
+}  // namespace
+
 std::shared_ptr<const Topology> build_topology(const std::string& sysfs_root, const model::HostModel& host) {
   auto t = std::make_shared<Topology>();
   auto scan = pci::scan_gpus(sysfs_root);
@@ -32,10 +45,13 @@ std::shared_ptr<const Topology> build_topology(const std::string& sysfs_root, co
   t->gpus = std::move(scan.gpus);
   t->issues = std::move(scan.issues);
   for (const auto& dev : host.devices) {
-    auto dir = pci::canonical(dev.path + "/device");
+    std::string link = dev.path + "/device";
+    auto dir = pci::canonical(link);
+    if (!dir && dir.error == ReadError::kNotFound)
+      if (auto lower = lower_netdev_device(host, dev)) dir = pci::canonical(link = *lower);
     std::optional<pci::Location> loc;
     if (dir) loc = pci::locate(dir.value);
-    else if (dir.error != ReadError::kNotFound) t->issues.emplace_back(dev.path + "/device", dir.error);
+    else if (dir.error != ReadError::kNotFound) t->issues.emplace_back(link, dir.error);
     if (!loc) {
       t->not_pci.push_back(dev.name);
       continue;

@@ -282,5 +282,44 @@ class ExistingTrees(unittest.TestCase):
             self.assertEqual(value(s, "rdma_topology_gpus"), "0")
 
 
+class SoftwareRdmaDevice(unittest.TestCase):
+    def test_rxe_takes_its_pci_netdevs_path(self):
+        """rxe has no device link of its own (the guest of vm.topology.pcie shows it on a real
+        kernel): an rxe bound to a PCI NIC's netdev gets that function's path and relations; one
+        on a virtual netdev (veth) has none, and neither is an error."""
+        import pci_gen
+        from sysfs_gen import Device, netdev
+        with tempfile.TemporaryDirectory() as tmp:
+            root = os.path.join(tmp, "sys")
+            node = pci_gen.Node(root, "base")
+            t = node.build()
+            rp = node.bridge("devices/pci0000:f0/0000:f0:01.0", 1, speed="2.5 GT/s PCIe", width=1,
+                             max_speed="8.0 GT/s PCIe", max_width=4)
+            fn = node.function(f"{rp}/0000:f1:00.0", "0x020000", "0x8086", "0x10d3", 1, speed="2.5 GT/s PCIe", width=1)
+            nd = netdev(t, f"{fn}/net/ens9")
+            t.link(f"{nd}/device", "../../../0000:f1:00.0")
+            netdev(t, "devices/virtual/net/veth0")
+            for name, parent in (("rxe0", "ens9"), ("rxe1", "veth0")):
+                d = Device(t, name, "", "rdma_rxe", guid_n=0x505400fffe000001, parent_netdev=parent, pci=False)
+                d.gid_ndevs(d.port(1, "Ethernet", rate="2.5 Gb/sec (1X SDR)"), [parent, parent])
+            with Exporter(EXPORTER, f"--path.sysfs={root}", "--collector.disable-defaults", "--collector.topology") as e:
+                e.scrape()
+                s, _ = e.scrape()
+        self.assertEqual(value(s, "rdma_pci_function_info", device="rxe0", pci_function="0000:f1:00.0",
+                               pci_id="8086:10d3", **{"class": "0x020000"}, host_bridge="pci0000:f0", numa_node="1"), "1")
+        self.assertEqual(value(s, "rdma_pci_path_hops", device="rxe0"), "2")
+        self.assertEqual(value(s, "rdma_pci_link_bottleneck", device="rxe0", pci_function="0000:f0:01.0", hop="1"), "1")
+        self.assertEqual(value(s, "rdma_pci_link_degraded", device="rxe0", pci_function="0000:f0:01.0", hop="1"), "0")
+        # NUMA 1, its own host bridge: NODE to the GPUs of CPU 1, SYS to those of CPU 0
+        def of(name, device):
+            return {dict(l).get("gpu"): (dict(l).get("relation"), v) for l, v in series(s, name).items()
+                    if dict(l)["device"] == device}
+        self.assertEqual(of("rdma_topology_relation", "rxe0"),
+                         {str(g): ("NODE", "4") if g >= 4 else ("SYS", "5") for g in range(8)})
+        self.assertEqual(of("rdma_pci_path_hops", "rxe1"), {})
+        self.assertEqual(of("rdma_topology_relation", "rxe1"), {})
+        self.assertEqual(errors(s), {})
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -16,6 +16,12 @@
 #                 $RDMA_EXPORTER_VM_TIMEOUT); 0 = none.  --shell has no limit
 #                 unless one is given.
 #   --prepare     make sure everything is installed and cached, boot nothing
+#   --pcie        also give the guest a PCIe tree with a NIC in it (or
+#                 RDMA_EXPORTER_VM_PCIE=1): a root port (x-speed 8, x-width 4)
+#                 with a PCIe switch (x3130-upstream + xio3130-downstream)
+#                 behind it and an e1000e behind the switch; the guest loads
+#                 e1000e and aer_inject (its netdev is eth0, no peer: nothing
+#                 leaves the VM)
 #
 # What it does:
 #   * installs what it needs from Debian with apt-get when missing (as root):
@@ -73,7 +79,7 @@ since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.1f", b-a}'; }
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 
 # ---------------------------------------------------------------- arguments
-RWDIRS=() BUILD_DIR='' SHELL_MODE=0 PREPARE=0 TIMEOUT=
+RWDIRS=() BUILD_DIR='' SHELL_MODE=0 PREPARE=0 TIMEOUT= PCIE=${RDMA_EXPORTER_VM_PCIE:-0}
 while (($#)); do
   case $1 in
     --build|--rw|--build=*|--rw=*)
@@ -87,6 +93,7 @@ while (($#)); do
     --timeout) [[ $# -ge 2 ]] || die "--timeout needs seconds"; TIMEOUT=$2; shift 2 ;;
     --timeout=*) TIMEOUT=${1#*=}; shift ;;
     --prepare) PREPARE=1; shift ;;
+    --pcie) PCIE=1; shift ;;
     -h|--help) usage; exit 0 ;;
     --) shift; break ;;
     -*) usage >&2; die "unknown option $1" ;;
@@ -175,6 +182,8 @@ ensure_packages() {
 # the wire between rxe0 and rxe1, then the RDMA stack.
 MODULES=(crc32_generic virtio_pci 9pnet_virtio 9p veth
          ib_core ib_uverbs ib_umad rdma_ucm rdma_rxe)
+# loaded only with --pcie: the emulated NIC's driver and the kernel's AER error injector
+PCIE_MODULES=(e1000e aer_inject)
 
 resolve_kernel() {
   if [[ -n "${RDMA_EXPORTER_VM_KERNEL:-}" ]]; then echo "$RDMA_EXPORTER_VM_KERNEL"; return; fi
@@ -195,7 +204,8 @@ resolve_kernel() {
 
 ensure_kernel() {
   local kv=$1 kdir=$CACHE/kernel-$1
-  [[ -f "$kdir/ok" ]] && return 0
+  # a cache from before PCIE_MODULES lacks modules.pcie: fetched again, once
+  [[ -f "$kdir/ok" && -f "$kdir/modules.pcie" ]] && return 0
   local t0=$EPOCHREALTIME tmp
   tmp=$(mktemp -d "$CACHE/.kernel.XXXXXX")
   log "fetching linux-image-$kv (apt-get download; it is unpacked, never installed)"
@@ -211,18 +221,20 @@ ensure_kernel() {
   tail -c +$((off + 1)) "$vmlinuz" | xz -dc 2>/dev/null > "$tmp/vmlinux" || true  # trailing data: xz exits 1
   [[ "$(head -c4 "$tmp/vmlinux" | od -An -tx1 | tr -d ' ')" == 7f454c46 ]] || { rm -rf "$tmp"; die "vmlinux extraction failed"; }
   depmod -b "$tmp/root" "$kv"
-  # the needed modules only, in load order, uncompressed
+  # the needed modules only, in load order, uncompressed: MODULES in modules.list, the --pcie ones
+  # in modules.pcie (init loads those only when asked to); each module once across both lists
   mkdir -p "$tmp/modules"
-  : > "$tmp/modules.list"
-  local m p dst
-  for m in "${MODULES[@]}"; do
+  : > "$tmp/modules.list"; : > "$tmp/modules.pcie"
+  local m p dst list
+  for m in "${MODULES[@]}" -- "${PCIE_MODULES[@]}"; do
+    if [[ "$m" == -- ]]; then list=pcie; continue; fi
     while read -r _ p _; do
       p=${p#"$tmp/root"}
       dst=${p%.xz}
-      grep -qxF "$dst" "$tmp/modules.list" && continue
+      grep -qxF "$dst" "$tmp/modules.list" "$tmp/modules.pcie" && continue
       install -D -m644 "$tmp/root$p" "$tmp/modules$p"
       [[ "$p" == *.xz ]] && xz -d "$tmp/modules$p"
-      echo "$dst" >> "$tmp/modules.list"
+      echo "$dst" >> "$tmp/modules.${list:-list}"
     done < <(modprobe -d "$tmp/root" -S "$kv" --show-depends "$m" | grep '^insmod') \
       || { rm -rf "$tmp"; die "module $m not found in linux-image-$kv"; }
   done
@@ -235,7 +247,7 @@ ensure_kernel() {
 
 ensure_initrd() {  # prints the initramfs path
   local kv=$1 kdir=$CACHE/kernel-$1 key out
-  key=$( { cat "$HERE/lib/init" "$kdir/modules.list"; sha256sum /bin/busybox; } | sha256sum | cut -c1-16)
+  key=$( { cat "$HERE/lib/init" "$kdir/modules.list" "$kdir/modules.pcie"; sha256sum /bin/busybox; } | sha256sum | cut -c1-16)
   out=$CACHE/initrd-$kv-$key.cpio
   if [[ ! -f "$out" ]]; then
     local t0=$EPOCHREALTIME st
@@ -245,6 +257,7 @@ ensure_initrd() {  # prints the initramfs path
     install -m755 "$HERE/lib/init" "$st/init"
     cp -a "$kdir/modules/." "$st/"
     cp "$kdir/modules.list" "$st/etc/vm/modules"
+    cp "$kdir/modules.pcie" "$st/etc/vm/modules.pcie"
     (cd "$st" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) > "$st.cpio"
     mv "$st.cpio" "$out"; rm -rf "$st"
     # keep only the newest few images
@@ -322,12 +335,26 @@ for i in "${!RWDIRS[@]}"; do
   printf 'rw%s %s\n' "$i" "$d" >> "$CTL/mounts"
 done
 
+# --pcie: a root port whose slot can do Gen3 x4, a switch behind it (upstream + one downstream
+# port) and an e1000e behind the switch. QEMU 7.2's switch ports and e1000e are Gen1 x1 devices, so
+# every link trains at 2.5 GT/s x1: the root port runs below its own maximum, and no link is
+# degraded (both ends of each link are at what the weaker end supports). The NIC has no netdev
+# peer: its frames go nowhere.
+if ((PCIE)); then
+  QEMU+=(-device pcie-root-port,id=rp1,bus=pcie.0,addr=0x10,chassis=1,slot=1,x-speed=8,x-width=4
+         -device x3130-upstream,id=sw1up,bus=rp1
+         -device xio3130-downstream,id=sw1dn,bus=sw1up,chassis=2,slot=0
+         -netdev hubport,id=nic1net,hubid=0
+         -device e1000e,id=nic1,bus=sw1dn,netdev=nic1net,mac=52:54:00:77:00:10)
+fi
+
 GUEST_TIMEOUT=0
 if ((TIMEOUT > 0)); then
   # the guest gives up a little before the host kills QEMU, so that it can say so
   GUEST_TIMEOUT=$(( $(left) > 20 ? $(left) - 8 : $(left) ))
 fi
 KARGS="console=ttyS0 panic=-1 ${RDMA_EXPORTER_VM_KARGS-tsc=reliable} vm.timeout=$GUEST_TIMEOUT vm.mode=$([[ $SHELL_MODE == 1 ]] && echo shell || echo run)"
+((PCIE)) && KARGS+=" vm.pcie=1"
 [[ "$VERBOSE" == 1 ]] && KARGS+=" loglevel=6 vm.verbose=1" || KARGS+=" quiet loglevel=3"
 QEMU+=(-append "$KARGS")
 
