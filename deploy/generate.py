@@ -15,6 +15,8 @@ tests/deploy checks the output (PromQL parses, metrics exist, rules fire).
     python3 deploy/generate.py --check    # exit 1 if the committed files differ from the output
     python3 deploy/generate.py --config my.yml --out DIR   # CONFIG's keys overridden by my.yml, under DIR
                                                            # (no promtool cases: they fit the defaults)
+    python3 deploy/generate.py --runbook-url-base https://wiki.example/rdma-runbooks --out DIR
+                                                           # runbook_url: https://wiki.example/rdma-runbooks#<alert>
 """
 import json
 import os
@@ -25,7 +27,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import promql_util  # noqa: E402  (metric extraction and docs/metrics.md parsing, shared with the tests)
 
-RUNBOOK = "https://github.com/rdma-exporter/rdma_exporter/blob/main/docs/runbooks.md"
+# Where every alert's runbook_url points (as node-mixin's runbookURLPattern): BASE#<alert name in
+# lower case>. The default is the copy of docs/runbooks.md that the .deb installs
+# (cmake/Packaging.cmake); point it at an internal wiki or a repository with
+# `--runbook-url-base URL` or the `runbook_url_base` key of `--config` (docs/deployment.md).
+RUNBOOK = "file:///usr/share/doc/rdma-exporter/runbooks.md"
 
 # --------------------------------------------------------------------------------------------
 # Selectors and thresholds in one place, as node-mixin's _config: every query below takes them
@@ -33,6 +39,8 @@ RUNBOOK = "https://github.com/rdma-exporter/rdma_exporter/blob/main/docs/runbook
 # `--out DIR` writes the dashboards and rules for FILE's values (docs/deployment.md).
 # --------------------------------------------------------------------------------------------
 CONFIG = {
+    # The runbooks every alert links to (RUNBOOK above).
+    "runbook_url_base": RUNBOOK,
     # The jobs that scrape rdma_exporter's /metrics: every alert on its series (and
     # RdmaExporterDown's `up`) selects with it, and the dashboards' Job variable lists those jobs.
     "selector": 'job=~".*rdma.exporter.*"',
@@ -1179,7 +1187,7 @@ def build_rules(documented, undocumented):
                 r["for"] = a["for"]
             r["labels"] = {"severity": a["severity"]}
             r["annotations"] = {"summary": a["summary"], "description": a["description"],
-                                "runbook_url": "%s#%s" % (RUNBOOK, anchor(a["name"]))}
+                                "runbook_url": "%s#%s" % (C["runbook_url_base"], anchor(a["name"]))}
             rules.append(r)
             exp_labels = dict(a["labels"], severity=a["severity"])
             for kind, series in (("fire", a["fire"]), ("quiet", a["quiet"])):
@@ -1260,6 +1268,8 @@ def main():
     ap.add_argument("--out", default=ROOT, help="write under this directory (default: the repository)")
     ap.add_argument("--metrics-doc", default=os.path.join(ROOT, "docs", "metrics.md"),
                     help="the metric tables every query is checked against (default: docs/metrics.md)")
+    ap.add_argument("--runbook-url-base", help="the runbooks every alert's runbook_url points into, as BASE#<alert> "
+                    "(default: %s, the .deb's copy of docs/runbooks.md)" % RUNBOOK)
     a = ap.parse_args()
     overrides = None
     if a.config:
@@ -1268,8 +1278,12 @@ def main():
             overrides = yaml.safe_load(f) or {}
         if not isinstance(overrides, dict):
             raise SystemExit("generate.py: %s: expected a mapping of CONFIG keys" % a.config)
+    # The runbook base changes no query: the promtool cases still fit it.
+    thresholds_changed = bool(set(overrides or {}) - {"runbook_url_base"})
+    if a.runbook_url_base:
+        overrides = dict(overrides or {}, runbook_url_base=a.runbook_url_base.rstrip("#"))
     configure(overrides)
-    files, undocumented = render(a.metrics_doc, with_tests=not overrides)
+    files, undocumented = render(a.metrics_doc, with_tests=not thresholds_changed)
     if undocumented:
         for u in undocumented:
             print("error: metric not in docs/metrics.md: " + u, file=sys.stderr)

@@ -1,6 +1,6 @@
 #include "exporter/metrics.h"
 
-#include "exporter/exposition.h"
+#include "exporter/text.h"  // append_escaped_label_value: the model renders its label sets once
 
 #include <iterator>
 #include <mutex>

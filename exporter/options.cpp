@@ -1,5 +1,7 @@
 #include "exporter/options.h"
 
+#include "exporter/yaml_util.h"
+
 #include <cerrno>
 #include <charconv>
 #include <cstdint>
@@ -54,12 +56,6 @@ std::string yaml_key(std::string_view flag) {
   for (auto& c : p)
     if (c == '-') c = '_';
   return p;
-}
-
-std::string yaml_position(const std::string& file, const YAML::Node& node) {
-  const auto m = node.Mark();
-  if (m.is_null()) return file;
-  return file + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
 }
 
 std::optional<Duration> parse_duration(std::string_view s) {
@@ -264,8 +260,7 @@ void Options::resolve_yaml_text(const std::string& yaml, const std::string& orig
     try {
       root = YAML::Load(yaml);
     } catch (const YAML::Exception& e) {
-      throw ConfigError(origin + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                        ": invalid YAML: " + e.msg);
+      throw ConfigError(yaml_position(origin, e.mark) + ": invalid YAML: " + e.msg);
     }
     if (!root.IsNull()) apply_yaml(root, "", origin);
   }

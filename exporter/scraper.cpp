@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "exporter/exposition.h"
+#include "exporter/thread.h"
 
 #ifndef RDMA_EXPORTER_VERSION
 #define RDMA_EXPORTER_VERSION "0.0.0"
@@ -47,7 +48,7 @@ class Worker {
     sigset_t all, before;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &before);
-    std::thread([s = state_] { s->loop(); }).detach();
+    named_thread("collect", [s = state_] { s->loop(); }).detach();
     pthread_sigmask(SIG_SETMASK, &before, nullptr);
   }
   Worker(const Worker&) = delete;

@@ -12,6 +12,7 @@
 
 #include "exporter/options.h"
 #include "exporter/tls/openssl_api.h"
+#include "exporter/yaml_util.h"
 
 namespace rdma::exporter {
 namespace {
@@ -69,8 +70,7 @@ WebConfig parse_web_config(const std::string& yaml, const std::string& origin, c
   try {
     root = YAML::Load(yaml);
   } catch (const YAML::Exception& e) {
-    throw ConfigError(origin + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                      ": invalid YAML: " + e.msg);
+    throw ConfigError(yaml_position(origin, e.mark) + ": invalid YAML: " + e.msg);
   }
   WebConfig cfg;
   cfg.origin = origin;
@@ -148,8 +148,7 @@ WebConfig parse_web_config(const std::string& yaml, const std::string& origin, c
       }
     }
   } catch (const YAML::Exception& e) {
-    throw ConfigError(origin + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                      ": " + e.msg);
+    throw ConfigError(yaml_position(origin, e.mark) + ": " + e.msg);
   }
   return cfg;
 }

@@ -14,6 +14,7 @@
 #include "collectors/pma/pma_metrics.h"
 #include "exporter/exposition.h"
 #include "exporter/text.h"
+#include "exporter/thread.h"
 
 namespace rdma::collectors::pma {
 
@@ -162,7 +163,7 @@ void FabricLoop::start() {
   } catch (const std::exception& e) {
     spdlog::warn("pma fabric: first discovery failed: {}", e.what());
   }
-  thread_ = std::thread([this] { run(); });
+  thread_ = exporter::named_thread("pma-fabric", [this] { run(); });
 }
 
 void FabricLoop::stop() {

@@ -19,6 +19,7 @@
 #include "collectors/pma/fabric.h"
 #include "collectors/pma/pma_metrics.h"
 #include "exporter/collector.h"
+#include "exporter/query.h"
 #include "sources/mad/mad_client.h"
 #include "sources/mad/pma_agent.h"
 
@@ -58,58 +59,30 @@ class PmaCollector final : public exporter::Collector {
   }
 
  private:
-  // "%2C" -> ","; nullopt for a broken escape. Prometheus encodes params (`ports=1,2` arrives as
-  // ports=1%2C2).
-  static std::optional<std::string> percent_decode(std::string_view v) {
-    std::string out;
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      if (v[i] == '+') {
-        out += ' ';
-      } else if (v[i] != '%') {
-        out += v[i];
-      } else {
-        unsigned x = 0;
-        if (i + 2 >= v.size()) return std::nullopt;
-        auto [end, ec] = std::from_chars(v.data() + i + 1, v.data() + i + 3, x, 16);
-        if (ec != std::errc() || end != v.data() + i + 3) return std::nullopt;
-        out += static_cast<char>(x);
-        i += 2;
-      }
-    }
-    return out;
-  }
-
-  static exporter::HttpResponse bad(FabricLoop& f, std::string why) {
+  static exporter::HttpResponse bad(FabricLoop& f, std::string_view why) {
     f.count_request("bad_request");
-    return {400, "text/plain; charset=utf-8", std::move(why) + "\n"};
+    return exporter::bad_request(why);
   }
 
   // /pma/targets[?type=switch|ca|router]
   static exporter::HttpResponse serve_targets(FabricLoop& f, std::string_view query) {
-    std::string type;
-    if (!query.empty()) {
-      if (query != "type=switch" && query != "type=ca" && query != "type=router")
-        return bad(f, "/pma/targets takes only type=switch, type=ca or type=router");
-      type = std::string(query.substr(5));
-    }
-    return {200, "application/json", f.targets_json(type)};
+    std::string error;
+    auto params = exporter::parse_query(query, {"type"}, error);
+    if (!params) return bad(f, error);
+    const std::string* type = params->get("type");
+    if (type && *type != "switch" && *type != "ca" && *type != "router")
+      return bad(f, "/pma/targets takes only type=switch, type=ca or type=router");
+    return {200, "application/json", f.targets_json(type ? *type : "")};
   }
 
-  // /pma?target=0x<16 hex digits>[&ports=1,2,...]
+  // /pma?target=0x<16 hex digits>[&ports=1,2,...] (Prometheus encodes params: `ports=1,2`
+  // arrives as ports=1%2C2)
   static exporter::HttpResponse serve_target(FabricLoop& f, std::string_view query) {
-    std::optional<std::string> target, ports;
-    while (!query.empty()) {
-      const auto amp = query.find('&');
-      const std::string_view kv = query.substr(0, amp);
-      query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
-      const auto eq = kv.find('=');
-      const std::string_view key = kv.substr(0, eq);
-      auto value = percent_decode(eq == std::string_view::npos ? std::string_view{} : kv.substr(eq + 1));
-      if (!value) return bad(f, "malformed percent-encoding in parameter '" + std::string(key) + "'");
-      if (key == "target") target = std::move(value);
-      else if (key == "ports") ports = std::move(value);
-      else return bad(f, "unknown parameter '" + std::string(key) + "' (target, ports)");
-    }
+    std::string error;
+    auto params = exporter::parse_query(query, {"target", "ports"}, error);
+    if (!params) return bad(f, error);
+    const std::string* target = params->get("target");
+    const std::string* ports = params->get("ports");
     if (!target) return bad(f, "missing parameter 'target' (a node GUID from /pma/targets, e.g. target=0x0002c90300a1b2c3)");
     std::string_view t = *target;
     std::uint64_t guid = 0;

@@ -10,14 +10,14 @@
 #include <cmath>
 
 #include "exporter/options.h"
+#include "exporter/yaml_util.h"
 
 namespace rdma::collectors::prober {
 using exporter::ConfigError;
 
 std::string where(const std::string& origin, const YAML::Node& n) {
-  if (n.Mark().line >= 0 && origin.find(':') == std::string::npos)
-    return origin + ":" + std::to_string(n.Mark().line + 1) + ":" + std::to_string(n.Mark().column + 1);
-  return origin;
+  // An origin that already names a position (a flag's "file:line") keeps it.
+  return origin.find(':') == std::string::npos ? exporter::yaml_position(origin, n) : origin;
 }
 
 namespace {
@@ -39,16 +39,16 @@ std::vector<PeerSpec> parse_peers(const YAML::Node& node, const std::string& ori
   if (node.size() > max_peers)
     throw ConfigError(where(origin, node) + ": " + key + " has " + std::to_string(node.size()) + " entries, more than " +
                       std::to_string(max_peers));
-  static const std::set<std::string> known = {"address", "name", "tcp_port", "group", "local_device", "local_port", "gid_index"};
   for (const auto& item : node) {
     const std::string at = where(origin, item);
     if (!item.IsMap()) throw ConfigError(at + ": each entry of " + key + " must be a map with at least `address`");
+    if (auto u = exporter::unknown_key(item, {"address", "name", "tcp_port", "group", "local_device", "local_port", "gid_index"}))
+      throw ConfigError(where(origin, *u) + ": unknown key `" + u->as<std::string>("") + "` in " + key);
     PeerSpec p;
     p.source = "static";
     p.tcp_port = default_port;
     for (const auto& kv : item) {
       const auto k = kv.first.as<std::string>("");
-      if (!known.count(k)) throw ConfigError(where(origin, kv.first) + ": unknown key `" + k + "` in " + key);
       try {
         if (k == "address") p.address = kv.second.as<std::string>();
         else if (k == "name") p.name = kv.second.as<std::string>();
@@ -85,14 +85,14 @@ std::vector<RailRule> parse_rails(const YAML::Node& node, const std::string& ori
   if (node.size() > kMaxTablePorts)
     throw ConfigError(where(origin, node) + ": " + key + " has " + std::to_string(node.size()) + " entries, more than " +
                       std::to_string(kMaxTablePorts));
-  static const std::set<std::string> known = {"rail", "device", "netdev"};
   for (const auto& item : node) {
     const std::string at = where(origin, item);
     if (!item.IsMap()) throw ConfigError(at + ": each entry of " + key + " must be a map with `rail` and `device` or `netdev`");
+    if (auto u = exporter::unknown_key(item, {"rail", "device", "netdev"}))
+      throw ConfigError(where(origin, *u) + ": unknown key `" + u->as<std::string>("") + "` in " + key);
     RailRule r;
     for (const auto& kv : item) {
       const auto k = kv.first.as<std::string>("");
-      if (!known.count(k)) throw ConfigError(where(origin, kv.first) + ": unknown key `" + k + "` in " + key);
       std::string v;
       try {
         v = kv.second.as<std::string>();

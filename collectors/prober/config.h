@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "collectors/prober/engine.h"
-#include "collectors/prober/pairing.h"
+#include "collectors/prober/peer_types.h"
 
 namespace rdma::collectors::prober {
 

@@ -24,13 +24,9 @@
 #include <vector>
 
 #include "collectors/prober/handshake.h"
+#include "collectors/prober/peer_types.h"
 
 namespace rdma::collectors::prober {
-
-struct RailRule {
-  std::string rail;
-  std::optional<std::regex> device, netdev;  // nullopt: any
-};
 
 // The rail label of a local port by the rules, "" when no rule matches.
 std::string rail_of(const TablePort& port, const std::vector<RailRule>& rules);

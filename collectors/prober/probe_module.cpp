@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <set>
 
 #include "collectors/prober/config.h"
 #include "exporter/options.h"
+#include "exporter/query.h"
+#include "exporter/yaml_util.h"
 #include "sources/model/host_model.h"
 #include "sources/sysfs/infiniband_class.h"
 
@@ -53,8 +54,6 @@ std::map<std::string, ProbeModule> parse_probe_modules(const YAML::Node& node, c
   if (!node.IsMap()) throw ConfigError(where(origin, node) + ": " + key + " must be a map of module name -> settings");
   if (node.size() > ProbeLimits::kMaxModules)
     throw ConfigError(where(origin, node) + ": " + key + " has more than " + std::to_string(ProbeLimits::kMaxModules) + " modules");
-  static const std::set<std::string> known = {"kind", "size", "qps", "iterations", "duration", "tx_depth", "timeout",
-                                              "traffic_class", "service_level"};
   for (const auto& kv : node) {
     ProbeModule m;
     m.name = kv.first.as<std::string>("");
@@ -64,11 +63,13 @@ std::map<std::string, ProbeModule> parse_probe_modules(const YAML::Node& node, c
                         "` must be 1-64 letters, digits, '_' or '-'");
     const YAML::Node& body = kv.second;
     if (!body.IsMap()) throw ConfigError(where(origin, body) + ": " + mkey + " must be a map with at least `kind`");
+    if (auto u = exporter::unknown_key(body, {"kind", "size", "qps", "iterations", "duration", "tx_depth", "timeout",
+                                              "traffic_class", "service_level"}))
+      throw ConfigError(where(origin, *u) + ": unknown key `" + u->as<std::string>("") + "` in " + mkey);
     bool have_kind = false, have_qps = false, have_depth = false, have_timeout = false;
     for (const auto& f : body) {
       const auto k = f.first.as<std::string>("");
       const std::string at = where(origin, f.second), fkey = mkey + "." + k;
-      if (!known.count(k)) throw ConfigError(where(origin, f.first) + ": unknown key `" + k + "` in " + mkey);
       if (k == "kind") {
         const auto v = f.second.as<std::string>("");
         if (v == "write_bw") m.kind = ProbeKind::kWriteBandwidth;
@@ -123,58 +124,27 @@ std::map<std::string, ProbeModule> parse_probe_modules(const YAML::Node& node, c
 }
 
 namespace {
-int hex(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-std::optional<std::string> url_decode(std::string_view s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out += ' ';
-    } else if (s[i] == '%') {
-      if (i + 2 >= s.size() || hex(s[i + 1]) < 0 || hex(s[i + 2]) < 0) return std::nullopt;
-      out += static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
-      i += 2;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
 bool printable(const std::string& s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) > 0x20 && c != 0x7f; });
 }
 }  // namespace
 
 std::optional<ProbeQuery> parse_probe_query(std::string_view query, std::string& error) {
+  // The one policy of every extra path (exporter/query.h): unknown or repeated parameters are
+  // a bad request.
+  auto params = exporter::parse_query(query, {"module", "target", "device", "port"}, error);
+  if (!params) return std::nullopt;
+  for (const auto& [name, value] : params->all())
+    if (value.size() > 255 || !printable(value)) return error = "bad value of `" + name + "`", std::nullopt;
   ProbeQuery q;
-  std::set<std::string> seen;
-  while (!query.empty()) {
-    const auto amp = query.find('&');
-    std::string_view part = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
-    if (part.empty()) continue;
-    const auto eq = part.find('=');
-    auto name = url_decode(part.substr(0, eq));
-    auto value = url_decode(eq == std::string_view::npos ? std::string_view{} : part.substr(eq + 1));
-    if (!name || !value) return error = "malformed percent-encoding", std::nullopt;
-    if (*name != "module" && *name != "target" && *name != "device" && *name != "port") continue;  // as blackbox: ignored
-    if (!seen.insert(*name).second) return error = "parameter `" + *name + "` given twice", std::nullopt;
-    if (value->size() > 255 || !printable(*value)) return error = "bad value of `" + *name + "`", std::nullopt;
-    if (*name == "module") q.module = *value;
-    else if (*name == "target") q.target = *value;
-    else if (*name == "device") q.device = *value;
-    else {
-      if (value->empty() || value->size() > 3 || value->find_first_not_of("0123456789") != std::string::npos ||
-          std::stoi(*value) < 1 || std::stoi(*value) > 255)
-        return error = "port must be a port number from 1 to 255", std::nullopt;
-      q.port = static_cast<std::uint32_t>(std::stoi(*value));
-    }
+  if (auto* v = params->get("module")) q.module = *v;
+  if (auto* v = params->get("target")) q.target = *v;
+  if (auto* v = params->get("device")) q.device = *v;
+  if (auto* v = params->get("port")) {
+    if (v->empty() || v->size() > 3 || v->find_first_not_of("0123456789") != std::string::npos || std::stoi(*v) < 1 ||
+        std::stoi(*v) > 255)
+      return error = "port must be a port number from 1 to 255", std::nullopt;
+    q.port = static_cast<std::uint32_t>(std::stoi(*v));
   }
   if (q.module.empty()) return error = "parameter `module` is missing", std::nullopt;
   if (q.target.empty()) return error = "parameter `target` is missing", std::nullopt;

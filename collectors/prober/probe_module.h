@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "collectors/prober/probe_limits.h"
 #include "exporter/metrics.h"
 
 namespace rdma::collectors::prober {
@@ -34,29 +35,6 @@ struct ProbeModule {
   std::uint8_t traffic_class = 0;       // IP TOS byte (RoCE v2) / GRH traffic class of the writes
   std::uint8_t service_level = 0;       // InfiniBand SL, 0..15
   bool operator==(const ProbeModule&) const = default;
-};
-
-// Hard limits of a module's settings (checked when the config is read).
-struct ProbeLimits {
-  static constexpr std::uint32_t kMaxSize = 16u << 20;
-  static constexpr std::uint32_t kMaxQps = 16;
-  static constexpr std::uint64_t kMaxIterations = 10'000'000;
-  static constexpr std::uint64_t kMaxLatencyIterations = 1'000'000;  // each RTT is kept until the percentiles
-  static constexpr std::chrono::milliseconds kMaxDuration{60000};
-  static constexpr std::uint32_t kMaxTxDepth = 1024;
-  static constexpr std::chrono::milliseconds kMaxTimeout{120000};
-  static constexpr std::size_t kMaxModules = 64;
-  // Memory (docs/probe.md, "Memory"). A probe registers one buffer of `size` here and asks its
-  // target's responder for `size` per QP: size x qps of a module is at most kMaxSessionBytes.
-  static constexpr std::size_t kMaxSessionBytes = 16u << 20;
-  // The buffers of all probes this node runs at once (SessionBudget; beyond: memory_budget).
-  static constexpr std::size_t kLocalSessionBytes = 32u << 20;
-  // The session buffers a responder registers for other nodes' probes at once (its
-  // TransportOptions::session_max_bytes; beyond: rejected_busy): kMaxSessionBytes x 4.
-  static constexpr std::size_t kResponderSessionBytes = 64u << 20;
-  // The most a node holds for probe sessions, whoever asks: what the DaemonSet's memory limit
-  // must leave room for beside the exporter's own (tests/prober/session_memory_test.cpp).
-  static constexpr std::size_t kWorstCaseSessionBytes = kLocalSessionBytes + kResponderSessionBytes;
 };
 
 // collectors.prober.probe_modules: a map of module name -> settings. Throws exporter::ConfigError

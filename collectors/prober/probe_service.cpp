@@ -8,6 +8,7 @@
 
 #include "collectors/prober/config.h"
 #include "exporter/exposition.h"
+#include "exporter/query.h"
 
 namespace rdma::collectors::prober {
 
@@ -76,16 +77,26 @@ exporter::HttpResponse ProbeService::handle(std::string_view query, const export
     return refused("needs basic auth or a verified client certificate (--web.config.file), or "
                    "collectors.prober.probe_allow_unauthenticated: true");
   }
-  ProbeTarget t;
+  // A request that cannot run is 400 with its reason (exporter/query.h, as blackbox_exporter);
+  // one that ran and failed is 200 with probe_success 0.
   if (!q) {
-    r.reason = "bad_request";
     spdlog::warn("probe: bad request: {}", error);
     counts.add("", "bad_request");
-  } else if (!module) {
-    r.reason = "unknown_module";
+    return exporter::bad_request(error);
+  }
+  if (!module) {
     spdlog::warn("probe: unknown module `{}`", q->module);
     counts.add("", "unknown_module");
-  } else if (auto hp = split_target(q->target, default_port_); hp && !(t.address = numeric_target(hp->host, error)).empty()) {
+    return exporter::bad_request("unknown module `" + q->module + "` (collectors.prober.probe_modules)");
+  }
+  const auto hp = split_target(q->target, default_port_);
+  if (!hp) {
+    spdlog::warn("probe {}: bad target `{}`", module->name, q->target);
+    counts.add("", "bad_request");
+    return exporter::bad_request("target `" + q->target + "` is not host, host:port or [v6 address]:port");
+  }
+  ProbeTarget t;
+  if (!(t.address = numeric_target(hp->host, error)).empty()) {
     t.tcp_port = hp->port, t.device = q->device, t.port = q->port;
     bool known = false;
     {

@@ -13,7 +13,7 @@
 #include <stdexcept>
 
 #include "collectors/prober/named_thread.h"
-#include "collectors/prober/verbs_transport.h"
+#include "collectors/prober/transport_options.h"
 
 namespace rdma::collectors::prober {
 

@@ -1,6 +1,6 @@
 #include "collectors/workload/kube_names.h"
 
-#include <pthread.h>
+#include "exporter/thread.h"
 
 #include <algorithm>
 #include <fstream>
@@ -69,10 +69,7 @@ KubeNames::~KubeNames() { stop(); }
 void KubeNames::start() {
   if (thread_.joinable()) return;
   stopping_ = false;
-  thread_ = std::thread([this] {
-    pthread_setname_np(pthread_self(), "kube-names");
-    run();
-  });
+  thread_ = exporter::named_thread("kube-names", [this] { run(); });
 }
 
 void KubeNames::stop() {

@@ -4,7 +4,8 @@
 - a metric a query uses that docs/metrics.md does not document is an error that names it, and
   nothing is written;
 - `--config` retargets every alert and the dashboards' Job variable through CONFIG's selector,
-  and a threshold through its key, without a query edited."""
+  and a threshold through its key, without a query edited;
+- `--runbook-url-base` sets where every runbook_url points (default: the .deb's installed docs)."""
 import glob
 import json
 import os
@@ -72,6 +73,26 @@ class Generate(unittest.TestCase):
                     job = next(v for v in json.load(f)["templating"]["list"] if v["name"] == "job")
                 self.assertEqual(job["definition"], 'label_values(rdma_exporter_build_info{job="gpu-nodes"}, job)', path)
             self.assertFalse(os.path.exists(os.path.join(out, "tests")), "the promtool cases fit the defaults only")
+
+    def test_runbook_url_base_is_a_setting(self):
+        # The shipped rules link to the runbooks the .deb installs; --runbook-url-base points every
+        # alert elsewhere (an internal wiki) and the promtool cases follow it.
+        for r in yaml.safe_load(open(os.path.join(REPO, "deploy", "prometheus", "rdma-exporter.rules.yml")))["groups"]:
+            for rule in r["rules"]:
+                if "alert" in rule:
+                    self.assertEqual(rule["annotations"]["runbook_url"],
+                                     "file:///usr/share/doc/rdma-exporter/runbooks.md#" + rule["alert"].lower())
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out")
+            p = generate("--runbook-url-base", "https://wiki.example/rdma", "--out", out)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            with open(os.path.join(out, "deploy", "prometheus", "rdma-exporter.rules.yml"), encoding="utf-8") as f:
+                text = f.read()
+            self.assertNotIn("file:///", text)
+            self.assertIn('runbook_url: "https://wiki.example/rdma#rdmaexporterdown"', text)
+            with open(os.path.join(out, "tests", "deploy", "rules.test.yml"), encoding="utf-8") as f:
+                self.assertIn("https://wiki.example/rdma#rdmaexporterdown", f.read())
+            self.assertEqual(rule_exprs(out), rule_exprs(REPO), "no query changes")
 
     def test_unknown_config_key_is_an_error(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -351,11 +351,14 @@ def case_targets(sim, exe):
     # bad targets: a clear 4xx, counted, no MAD
     for path, want in (("/pma?target=leaf1", 400), ("/pma?target=0x00000000deadbeef", 404), ("/pma", 400),
                        ("/pma?target=%s&ports=x" % guid["leaf1"], 400), ("/pma?target=%s&bogus=1" % guid["leaf1"], 400),
-                       ("/pma/targets?type=hub", 400), ("/pma?target=%s&ports=9" % guid["leaf1"], 400)):
+                       ("/pma/targets?type=hub", 400), ("/pma?target=%s&ports=9" % guid["leaf1"], 400),
+                       # one query policy for every extra path (exporter/query.h): a repeated
+                       # parameter is refused, not overridden by the last
+                       ("/pma?target=%s&target=%s" % (guid["leaf1"], guid["leaf0"]), 400)):
         status, body = http_get(e.port, path)
         check(status == want and body.strip(), "%s -> %d %r" % (path, status, body.strip()))
     m = e.metrics()
-    eq(get(m, "rdma_pma_fabric_target_requests_total", result="bad_request"), 6, "bad requests counted")
+    eq(get(m, "rdma_pma_fabric_target_requests_total", result="bad_request"), 7, "bad requests counted")
     eq(get(m, "rdma_pma_fabric_target_requests_total", result="unknown_target"), 1, "unknown target counted")
     # one target by hand: its ports only, the asked subset, promtool-clean
     status, body = http_get(e.port, "/pma?target=%s&ports=2%%2C3" % guid["leaf1"])

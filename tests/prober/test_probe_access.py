@@ -160,8 +160,20 @@ class ProbeAccess(unittest.TestCase):
             st, body = probe(d, f"module=long&target=127.0.0.1:{self.peer.port}",
                              headers={"X-Prometheus-Scrape-Timeout-Seconds": "2"})
             self.assertEqual((st, failure_reason(body)), (200, "scrape_timeout_too_short"), body)
+            # A request that cannot run is 400 with one line of reason (exporter/query.h, as
+            # blackbox_exporter); before this convention it was 200 with probe_success 0.
+            for query, reason in (("module=nope&target=127.0.0.1", "unknown module `nope`"),
+                                  (f"module=lat&target=127.0.0.1:{self.peer.port}&debug=1", "unknown parameter `debug`"),
+                                  ("module=lat&module=lat&target=127.0.0.1", "parameter `module` given twice"),
+                                  ("module=lat&target=%5B::1", "is not host, host:port")):
+                st, body = probe(d, query)
+                self.assertEqual(st, 400, query)
+                self.assertIn(reason, body)
+                self.assertEqual(body.count("\n"), 1, body)
             self.assert_untouched()
             s = d.scrape()
+            self.assertEqual(value(s, "rdma_probe_requests_total", module="", result="unknown_module"), "1")
+            self.assertEqual(value(s, "rdma_probe_requests_total", module="", result="bad_request"), "3")
             self.assertEqual(value(s, "rdma_probe_requests_total", module="lat", result="target_not_allowed"), "3")
             self.assertEqual(value(s, "rdma_probe_requests_total", module="lat", result="failure"), "1")
             self.assertEqual(value(s, "rdma_probe_requests_total", module="long", result="failure"), "1")

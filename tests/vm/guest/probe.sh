@@ -180,7 +180,9 @@ check_fail() {  # NAME QUERY REASON
   expect_value "$WORK/$1" 1 rdma_probe_failure_info reason="$3"
   if awk -v t="$took" 'BEGIN { exit !(t < 10) }'; then ok "$1 answered in $took s"; else bad "$1 took $took s"; fi
 }
-check_fail unknown "module=nope&target=10.77.0.2" unknown_module
+# A request that cannot run (an unknown module) is 400 with its reason, as blackbox_exporter.
+st=$(curl -s "${AUTH[@]}" --max-time 10 -o "$WORK/unknown" -w '%{http_code}' "http://127.0.0.1:$PORT_A/probe?module=nope&target=10.77.0.2")
+[ "$st" = 400 ] && grep -q 'unknown module `nope`' "$WORK/unknown" && ok "an unknown module is 400" || bad "unknown module: $st $(cat "$WORK/unknown")"
 check_fail noresponder "module=write_lat&target=10.77.0.2:9999" no_responder
 check_fail wrongsecret "module=write_lat&target=10.77.0.2:9663" wrong_secret
 check_fail badtarget "module=write_lat&target=no-such-host.invalid" unresolvable_target

@@ -1,0 +1,51 @@
+#include <catch2/catch.hpp>
+
+#include "exporter/query.h"
+
+using namespace rdma::exporter;
+
+TEST_CASE("percent_decode: escapes, plus, broken escapes") {
+  CHECK(percent_decode("a%2Cb+c") == std::optional<std::string>("a,b c"));
+  CHECK(percent_decode("%5Bfe80%3a%3A1%5D") == std::optional<std::string>("[fe80::1]"));
+  CHECK(percent_decode("") == std::optional<std::string>(""));
+  CHECK(percent_decode("%00") == std::optional<std::string>(std::string(1, '\0')));
+  CHECK_FALSE(percent_decode("%"));
+  CHECK_FALSE(percent_decode("x%2"));
+  CHECK_FALSE(percent_decode("%zz"));
+  CHECK_FALSE(percent_decode("%-1"));
+}
+
+TEST_CASE("parse_query: one policy for every extra path") {
+  std::string err;
+  auto q = parse_query("target=0x1&ports=1%2C2&", {"target", "ports"}, err);
+  REQUIRE(q);
+  CHECK(*q->get("target") == "0x1");
+  CHECK(*q->get("ports") == "1,2");
+  CHECK_FALSE(q->has("module"));
+  q = parse_query("", {"target"}, err);
+  REQUIRE(q);
+  CHECK(q->all().empty());
+  q = parse_query("target", {"target"}, err);  // a name without `=`: an empty value
+  REQUIRE(q);
+  CHECK(q->get("target")->empty());
+
+  auto fails = [](std::string_view query, const std::string& msg) {
+    std::string e;
+    CHECK_FALSE(parse_query(query, {"target", "ports"}, e));
+    CHECK_THAT(e, Catch::Contains(msg));
+    CHECK(e.find('\n') == std::string::npos);
+  };
+  fails("target=a&target=b", "parameter `target` given twice");
+  fails("target=a&tar%67et=b", "given twice");  // decoded before it is compared
+  fails("target=a&debug=1", "unknown parameter `debug` (target, ports)");
+  fails("target=a%0A&x%0Ay=1", "unknown parameter `x?y`");  // a caller's bytes never break the line
+  fails("target=%zz", "malformed percent-encoding in parameter `target`");
+  fails("target=" + std::string(kMaxQueryValue + 1, 'x'), "longer than 1024 bytes");
+}
+
+TEST_CASE("bad_request: 400 with one line") {
+  const auto r = bad_request("no\nsuch\rthing");
+  CHECK(r.status == 400);
+  CHECK(r.content_type == "text/plain; charset=utf-8");
+  CHECK(r.body == "no such thing\n");
+}
