@@ -90,6 +90,7 @@ std::unique_ptr<Topology> discover(const FabricOptions& o, const mad::NodeNameMa
       if (node.lid == 0) node.lid = fp.lid;
       node.ports.push_back(std::move(fp));
     }
+    if (sw) node.switch_info = mad::decode_switch_info(n->switchinfo);
     note_sm_ports(n, node.guid_label, node.name, topo->sm_ports, master_sm_lids);
     topo->by_guid.emplace(node.guid, topo->nodes.size());
     topo->nodes.push_back(std::move(node));
@@ -276,6 +277,7 @@ void FabricLoop::refresh_once() {
   }
   if (o_.links) links_.observe(topology(), std::chrono::system_clock::now());
   if (o_.sm) poll_subnet_managers();
+  if (o_.routes) read_forwarding_tables();
   std::size_t ports_ok = 0, ports_seen = 0;
   std::map<std::string, std::uint64_t> nodes_by_type;
   const std::shared_ptr<const Topology> topo = topology();
@@ -447,6 +449,7 @@ void FabricLoop::refresh_once() {
   }
   if (o_.links) links_.emit(sink);
   if (o_.sm) sm_.emit(sink);
+  if (o_.routes) lft_.emit(sink);
   if (o_.snapshot && o_.ext_speeds) ext_speeds_.emit(sink);
   text.add(std::move(sink));
   publish(std::move(text).finish());

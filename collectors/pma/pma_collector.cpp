@@ -53,7 +53,8 @@ class PmaCollector final : public exporter::Collector {
     if (!fabric_) return {};
     FabricLoop* f = fabric_.get();
     return {{"/pma", [f](std::string_view query) { return serve_target(*f, query); }},
-            {"/pma/targets", [f](std::string_view query) { return serve_targets(*f, query); }}};
+            {"/pma/targets", [f](std::string_view query) { return serve_targets(*f, query); }},
+            {"/pma/routes", [f](std::string_view query) { return serve_routes(*f, query); }}};
   }
 
  private:
@@ -78,6 +79,19 @@ class PmaCollector final : public exporter::Collector {
     return out;
   }
 
+  // "a=1&b=2" -> {(a, 1), (b, 2)}, values still percent-encoded.
+  static std::vector<std::pair<std::string_view, std::string_view>> split_query(std::string_view query) {
+    std::vector<std::pair<std::string_view, std::string_view>> out;
+    while (!query.empty()) {
+      const auto amp = query.find('&');
+      const std::string_view kv = query.substr(0, amp);
+      query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+      const auto eq = kv.find('=');
+      out.emplace_back(kv.substr(0, eq), eq == std::string_view::npos ? std::string_view{} : kv.substr(eq + 1));
+    }
+    return out;
+  }
+
   static exporter::HttpResponse bad(FabricLoop& f, std::string why) {
     f.count_request("bad_request");
     return {400, "text/plain; charset=utf-8", std::move(why) + "\n"};
@@ -94,16 +108,46 @@ class PmaCollector final : public exporter::Collector {
     return {200, "application/json", f.targets_json(type)};
   }
 
+  // /pma/routes?src=0x<GUID>[&port=N][&dst=<LID>] (fabric_routes.h)
+  static exporter::HttpResponse serve_routes(FabricLoop& f, std::string_view query) {
+    std::optional<std::uint64_t> src;
+    int port = 0, dst = 0;
+    for (const auto& [key, raw] : split_query(query)) {
+      const auto decoded = percent_decode(raw);
+      if (!decoded) return bad(f, "malformed percent-encoding in parameter '" + std::string(key) + "'");
+      const std::string_view v = *decoded;
+      auto number = [&](std::string_view s, int base, std::uint64_t max) -> std::optional<std::uint64_t> {
+        std::uint64_t x = 0;
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), x, base);
+        if (s.empty() || ec != std::errc() || end != s.data() + s.size() || x > max) return std::nullopt;
+        return x;
+      };
+      if (key == "src") {
+        if (!(v.starts_with("0x") || v.starts_with("0X")) || v.size() > 18 || !(src = number(v.substr(2), 16, ~0ull)))
+          return bad(f, "src '" + std::string(v) + "' is not a node GUID (0x followed by up to 16 hex digits)");
+      } else if (key == "port") {
+        auto n = number(v, 10, 254);
+        if (!n || *n == 0) return bad(f, "port '" + std::string(v) + "' is not a port number 1-254");
+        port = static_cast<int>(*n);
+      } else if (key == "dst") {
+        auto n = number(v, 10, 0xBFFF);
+        if (!n || *n == 0) return bad(f, "dst '" + std::string(v) + "' is not a unicast LID 1-49151");
+        dst = static_cast<int>(*n);
+      } else {
+        return bad(f, "unknown parameter '" + std::string(key) + "' (src, port, dst)");
+      }
+    }
+    if (!src) return bad(f, "missing parameter 'src' (a node GUID from /pma/targets)");
+    auto body = f.routes_json(*src, port, dst);
+    if (!body) return {503, "text/plain; charset=utf-8", "no forwarding tables read yet (fabric-routes off, or no discovery yet)\n"};
+    return {200, "application/json", std::move(*body)};
+  }
+
   // /pma?target=0x<16 hex digits>[&ports=1,2,...]
   static exporter::HttpResponse serve_target(FabricLoop& f, std::string_view query) {
     std::optional<std::string> target, ports;
-    while (!query.empty()) {
-      const auto amp = query.find('&');
-      const std::string_view kv = query.substr(0, amp);
-      query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
-      const auto eq = kv.find('=');
-      const std::string_view key = kv.substr(0, eq);
-      auto value = percent_decode(eq == std::string_view::npos ? std::string_view{} : kv.substr(eq + 1));
+    for (const auto& [key, raw] : split_query(query)) {
+      auto value = percent_decode(raw);
       if (!value) return bad(f, "malformed percent-encoding in parameter '" + std::string(key) + "'");
       if (key == "target") target = std::move(value);
       else if (key == "ports") ports = std::move(value);
@@ -332,6 +376,11 @@ RDMA_REGISTER_COLLECTOR({
              "(rdma_pma_fabric_sm_*: one SMP per SM port)."},
             {"fabric-sm-stuck-polls", exporter::OptionType::kInt, "3",
              "Fabric mode: an SM whose ActCount does not advance over this many refreshes is stuck."},
+            {"fabric-routes", exporter::OptionType::kBool, "true",
+             "Fabric mode: read every switch's linear forwarding table after each discovery and master SM change "
+             "(one SMP per 64 LIDs per switch) and serve routes at /pma/routes?src=<GUID>[&port=N][&dst=<LID>]."},
+            {"fabric-lft-max-smps", exporter::OptionType::kInt, "65536",
+             "Fabric mode: the most LinearForwardingTable SMPs one read of the tables sends."},
             {"node-name-map", exporter::OptionType::kString, "",
              "ibnetdiscover-format node-name-map file (\"0xGUID \\\"name\\\"\" per line) for the node_name labels.",
              true},
@@ -364,6 +413,8 @@ RDMA_REGISTER_COLLECTOR({
         f.sm = s.boolean("fabric-sm");
         f.ext_speeds = s.boolean("fabric-ext-speeds");
         f.sm_stuck_polls = static_cast<unsigned>(s.integer("fabric-sm-stuck-polls", 1, 1000));
+        f.routes = s.boolean("fabric-routes");
+        f.lft_max_smps = static_cast<std::size_t>(s.integer("fabric-lft-max-smps", 1, 100000000));
         f.query = local.query;
         fabric = std::make_unique<FabricLoop>(std::move(f));
       }
