@@ -117,6 +117,14 @@ class FabricLoop {
   // /pma/routes (fabric_routes.h): routes from a source over the last forwarding tables read;
   // nullopt before any read.
   std::optional<std::string> routes_json(std::uint64_t src_guid, int src_port, int dst_lid) const;
+  // /pma/routes/suspects (fabric_suspects.h): the suspects of the given pairs' routes.
+  struct PairVerdict {
+    std::uint64_t src_guid = 0;
+    std::uint8_t src_port = 0;
+    std::uint16_t dst_lid = 0;
+    bool lossy = false;
+  };
+  std::optional<std::string> route_suspects_json(const std::vector<PairVerdict>& pairs) const;
 
  private:
   struct Snapshot {

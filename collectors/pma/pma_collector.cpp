@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "collectors/pma/fabric.h"
+#include "collectors/pma/fabric_suspects.h"
 #include "collectors/pma/pma_metrics.h"
 #include "exporter/collector.h"
 #include "sources/mad/mad_client.h"
@@ -54,7 +55,8 @@ class PmaCollector final : public exporter::Collector {
     FabricLoop* f = fabric_.get();
     return {{"/pma", [f](std::string_view query) { return serve_target(*f, query); }},
             {"/pma/targets", [f](std::string_view query) { return serve_targets(*f, query); }},
-            {"/pma/routes", [f](std::string_view query) { return serve_routes(*f, query); }}};
+            {"/pma/routes", [f](std::string_view query) { return serve_routes(*f, query); }},
+            {"/pma/routes/suspects", [f](std::string_view query) { return serve_suspects(*f, query); }}};
   }
 
  private:
@@ -139,6 +141,27 @@ class PmaCollector final : public exporter::Collector {
     }
     if (!src) return bad(f, "missing parameter 'src' (a node GUID from /pma/targets)");
     auto body = f.routes_json(*src, port, dst);
+    if (!body) return {503, "text/plain; charset=utf-8", "no forwarding tables read yet (fabric-routes off, or no discovery yet)\n"};
+    return {200, "application/json", std::move(*body)};
+  }
+
+  // /pma/routes/suspects?lossy=<GUID>/<port>-<LID>,...&clean=... (fabric_suspects.h)
+  static constexpr std::size_t kMaxSuspectPairs = 100000;  // a fleet's probe pairs; bounds the work
+  static exporter::HttpResponse serve_suspects(FabricLoop& f, std::string_view query) {
+    std::vector<FabricLoop::PairVerdict> pairs;
+    bool any_lossy = false;
+    for (const auto& [key, raw] : split_query(query)) {
+      const auto decoded = percent_decode(raw);
+      if (!decoded) return bad(f, "malformed percent-encoding in parameter '" + std::string(key) + "'");
+      if (key != "lossy" && key != "clean") return bad(f, "unknown parameter '" + std::string(key) + "' (lossy, clean)");
+      auto list = parse_pairs(*decoded, key == "lossy");
+      if (!list) return bad(f, std::string(key) + ": not a comma-separated list of <node GUID>/<port>-<LID>");
+      for (const PairLoss& p : *list) pairs.push_back({p.src_guid, p.src_port, p.dst_lid, p.lossy});
+      any_lossy |= key == "lossy" && !list->empty();
+      if (pairs.size() > kMaxSuspectPairs) return bad(f, "more than " + std::to_string(kMaxSuspectPairs) + " pairs");
+    }
+    if (!any_lossy) return bad(f, "missing parameter 'lossy' (the pairs that lose: <node GUID>/<port>-<LID>,...)");
+    auto body = f.route_suspects_json(pairs);
     if (!body) return {503, "text/plain; charset=utf-8", "no forwarding tables read yet (fabric-routes off, or no discovery yet)\n"};
     return {200, "application/json", std::move(*body)};
   }

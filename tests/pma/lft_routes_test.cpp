@@ -2,7 +2,8 @@
 // libibmad encodes them, the block count up to LinearFDBTop, and routes walked over a synthetic
 // topology: through one and two switches, to a switch LID, to itself, and each failure as a value
 // (loop, missing entry, entry beyond LinearFDBTop, unknown LID, unknown source, a switch with no
-// table, an entry to a port with no cable or to a CA that is not the destination).
+// table, an entry to a port with no cable or to a CA that is not the destination); the IB feed of
+// rdma::model::suspect_links (routes as paths, cables only) and the pair lists /pma/routes/suspects takes.
 #include <infiniband/mad.h>
 
 #include <catch2/catch.hpp>
@@ -11,6 +12,7 @@
 
 #include "collectors/pma/fabric.h"
 #include "collectors/pma/fabric_routes.h"
+#include "collectors/pma/fabric_suspects.h"
 #include "sources/mad/lft_decode.h"
 
 using namespace rdma::collectors::pma;
@@ -191,4 +193,51 @@ TEST_CASE("routes_json answers every LID of the fabric from a source, errors inc
   CHECK(one.find("\"dst_lid\":3,\"error\":\"\"") != std::string::npos);
   CHECK(one.find("\"name\":\"sw2\",\"in_port\":1,\"out_port\":2") != std::string::npos);
   CHECK(routes_json(topo, t, 99, 0, 3).find("unknown_source") != std::string::npos);
+}
+
+TEST_CASE("the IB feed names the one cable every lossy route crosses and no clean route does", "[pma]") {
+  const Topology topo = topology();
+  const ForwardingTables t = tables();
+  // a->c and b->c lose; a->b is clean, and so is sw2->c (it crosses sw2/2 -> ca-c/1, the other
+  // cable both lossy routes share): only sw1/2 -> sw2/1 explains both and no clean pair crosses it.
+  std::vector<PairLoss> pairs = {{1, 1, 3, true, "rail0"}, {2, 1, 3, true, "rail0"}, {1, 1, 2, false, "rail0"},
+                                 {20, 1, 3, false, "rail0"}};
+  IbSuspects s = ib_suspects(topo, t, pairs);
+  REQUIRE(s.suspects.size() == 1);
+  CHECK(s.suspects[0].group == "rail0");
+  CHECK(s.suspects[0].link.from == "sw1/2");
+  CHECK(s.suspects[0].link.to == "sw2/1");
+  CHECK(s.suspects[0].lossy_flows == 2);
+  CHECK(s.suspects[0].clean_flows == 0);
+  CHECK(s.unrouted.empty());
+  // Without the clean sw2->c, the two shared cables tie: both kept, and never the links inside sw1.
+  pairs.pop_back();
+  s = ib_suspects(topo, t, pairs);
+  REQUIRE(s.suspects.size() == 2);
+  for (const auto& l : s.suspects) CHECK(l.link.from.substr(0, 3) != l.link.to.substr(0, 3));
+  // One lossy pair: every cable of its route that no clean route crosses (a/1 -> sw1/1 is crossed by a->b).
+  s = ib_suspects(topo, t, {{1, 1, 3, true, ""}, {1, 1, 2, false, ""}});
+  REQUIRE(s.suspects.size() == 2);
+  CHECK(s.suspects[0].link.from == "sw1/2");
+  CHECK(s.suspects[1].link.from == "sw2/2");
+  // A pair without a route is reported, not guessed.
+  ForwardingTables hole = t;
+  hole.lft[20][3] = kLftNoPort;
+  s = ib_suspects(topo, hole, {{1, 1, 3, true, ""}, {2, 1, 2, false, ""}});
+  CHECK(s.suspects.empty());
+  REQUIRE(s.unrouted.size() == 1);
+  CHECK(s.unrouted[0].find("no_entry") != std::string::npos);
+  CHECK(suspects_json(s).find("\"unrouted\":[\"0x0000000000000001/1-3: no_entry") != std::string::npos);
+}
+
+TEST_CASE("pair lists parse as <GUID>/<port>-<LID> and reject anything else", "[pma]") {
+  auto p = parse_pairs("0x1/1-3,0x000000000000000a/2-49151", true);
+  REQUIRE(p);
+  REQUIRE(p->size() == 2);
+  CHECK(((*p)[0].src_guid == 1 && (*p)[0].src_port == 1 && (*p)[0].dst_lid == 3 && (*p)[0].lossy));
+  CHECK(((*p)[1].src_guid == 10 && (*p)[1].dst_lid == 49151));
+  CHECK(parse_pairs("", false)->empty());
+  for (const char* bad : {"1/1-3", "0x1/0-3", "0x1/1-0", "0x1/1-49152", "0x1/255-3", "0x1-3/1", "0x/1-3", "0x1/1-3,",
+                          "0x1/1-3x", "0x11111111111111111/1-3"})
+    CHECK_FALSE(parse_pairs(bad, true));
 }
