@@ -1165,6 +1165,105 @@ def alerts():  # noqa: F811 - the table above, then the nic_health group
     return _alerts_before_nic_health() + [nic_health_alerts()]
 
 
+# --- Fabric-wide suspect links (issue 26): every node's rdma_prober_suspect_link combined by
+# Prometheus (no central component of our own), the alert that names the link with both ends, and
+# the prober dashboard's suspect table and source x destination matrices.
+SUSPECT = "rdma_prober_suspect_link{%(selector)s}"
+
+
+def suspect_link_recordings():
+    s = SUSPECT % C
+    n1 = 'rdma_prober_suspect_link{job="rdma-exporter", instance="node1", rail="0", from="10.0.0.1", to="10.1.0.1"}'
+    n2 = 'rdma_prober_suspect_link{job="rdma-exporter", instance="node2", rail="0", from="10.0.0.1", to="10.1.0.1"}'
+    n2b = 'rdma_prober_suspect_link{job="rdma-exporter", instance="node2", rail="1", from="10.0.0.1", to="10.1.0.1"}'
+    n3 = 'rdma_prober_suspect_link{job="rdma-exporter", instance="node3", rail="0", from="10.0.0.2", to="10.1.0.2"}'
+    inputs = [(n1, "3x10"), (n2, "1x10"), (n2b, "2x10"), (n3, "1x10")]
+    link = {"from": "10.0.0.1", "to": "10.1.0.1"}
+    other = {"from": "10.0.0.2", "to": "10.1.0.2"}
+    return [("rdma-fabric-suspect-links", [
+        # Distinct nodes naming the link (each node's suspects come from its own probe pairs: two
+        # nodes are two independent node pairs at least), any rail.
+        ("rdma:fabric_suspect_link:nodes", "count by (from, to) (max by (job, instance, from, to) (%s > 0))" % s,
+         inputs, [(link, 2), (other, 1)]),
+        ("rdma:fabric_suspect_link:rails", "count by (from, to) (max by (rail, from, to) (%s > 0))" % s,
+         inputs, [(link, 2), (other, 1)]),
+        ("rdma:fabric_suspect_link:lossy_flows", "sum by (from, to) (%s)" % s,
+         inputs, [(link, 6), (other, 1)]),
+    ])]
+
+
+def suspect_link_alerts():
+    j2 = 'job="rdma-exporter", instance="node2", rail="0", from="10.0.0.1", to="10.1.0.1"'
+    j1 = 'job="rdma-exporter", instance="node1", rail="0", from="10.0.0.1", to="10.1.0.1"'
+    return ("rdma-fabric-suspect-links-alerts", [
+        alert("RdmaFabricSuspectLink",
+              "count by (job, from, to) (max by (job, instance, from, to) (%s > 0)) >= 2" % (SUSPECT % C), "5m", "warning",
+              "Link {{ $labels.from }} -> {{ $labels.to }} is on every lossy path of {{ $value }} nodes",
+              "Two or more nodes' probers name the same link (from -> to, hop addresses or \"<node>/<port>\" on "
+              "InfiniBand) as the one their lossy flows cross and their clean flows do not: drain or check that link.",
+              [('rdma_prober_suspect_link{%s}' % j1, "2x30"), ('rdma_prober_suspect_link{%s}' % j2, "1x30")],
+              [('rdma_prober_suspect_link{%s}' % j1, "2x30")],
+              {"from": "10.0.0.1", "to": "10.1.0.1"}),
+    ])
+
+
+FIRING_VALUE["RdmaFabricSuspectLink"] = "2"
+_recordings_before_suspects = recordings
+_alerts_before_suspects = alerts
+
+
+def recordings():  # noqa: F811 - the fleet drift rules, then the suspect links
+    return _recordings_before_suspects() + suspect_link_recordings()
+
+
+def alerts():  # noqa: F811 - every group above, then the suspect link alert
+    return _alerts_before_suspects() + [suspect_link_alerts()]
+
+
+def matrix(title, expr, col, unit, desc, w=12, h=10):
+    """A source x destination table from an instant query: rows `instance`, columns `col`."""
+    return {"type": "table", "title": title, "description": desc, "w": w, "h": h,
+            "fieldConfig": {"defaults": {"unit": unit, "custom": {"cellOptions": {"type": "color-background"}},
+                                         "thresholds": {"mode": "absolute", "steps": [
+                                             {"color": "green", "value": None}, {"color": "red", "value": 0.001}]}},
+                            "overrides": []},
+            "options": {"showHeader": True, "cellHeight": "sm", "footer": {"show": False}},
+            "transformations": [{"id": "groupingToMatrix", "options": {
+                "rowField": "instance", "columnField": col, "valueField": "Value"}}],
+            "targets": [target(expr, instant=True, fmt="table")]}
+
+
+def suspect_panels():
+    sel = JOB
+    lost = 'sum by (instance, %%s) (rate(rdma_prober_probes_lost_total{%s}[%s]))' % (sel, RI)
+    sent = 'sum by (instance, %%s) (rate(rdma_prober_probes_sent_total{%s}[%s]))' % (sel, RI)
+    p99 = ('histogram_quantile(0.99, sum by (le, instance, %%s) (rate(rdma_prober_rtt_seconds_bucket{%s}[%s])))'
+           % (sel, RI))
+    return [
+        row("Suspect links (fabric-wide, docs/prober.md)"),
+        table("Suspect links", [
+            target('count by (from, to) (max by (job, instance, from, to) (rdma_prober_suspect_link{%s} > 0))' % sel,
+                   instant=True, fmt="table")], exclude=("Time",), w=24,
+              desc="Links (from -> to) that nodes' lossy flows cross and their clean flows do not; Value = nodes "
+                   "naming it (2 or more fires RdmaFabricSuspectLink)."),
+        matrix("Loss: source node x destination", "%s / %s" % (lost % "peer", sent % "peer"), "peer", "percentunit",
+               "Probe loss ratio per source (row) and destination (column): a bad node is a line, a bad rail a block."),
+        matrix("RTT p99: source node x destination", p99 % "peer", "peer", "s",
+               "p99 RTT per source and destination (software clock)."),
+        matrix("Loss: source node x destination group (leaf)", "%s / %s" % (lost % "group", sent % "group"), "group",
+               "percentunit", "Loss per source and destination group (the prober's `group`, e.g. a leaf): for large fleets."),
+        matrix("RTT p99: source node x destination group (leaf)", p99 % "group", "group", "s", "p99 RTT per source and destination group."),
+    ]
+
+
+_dash_prober_before_suspects = dash_prober
+
+
+def dash_prober():  # noqa: F811 - the prober dashboard, then the suspect links and matrices
+    uid, title, tags, templ, panels = _dash_prober_before_suspects()
+    return uid, title, tags, templ, panels + suspect_panels()
+
+
 def render_template(text, labels, value):
     text = re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels[m.group(1)], text)
     return re.sub(r"\{\{ \$value[^}]*\}\}", value, text)

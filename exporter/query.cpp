@@ -11,19 +11,18 @@ int hex_digit(char c) {
   return -1;
 }
 
-// The name as a reason may quote it: printable ASCII only, bounded (a caller controls it).
-std::string quoted(std::string_view s) {
-  std::string out;
-  for (char c : s.substr(0, 64)) out += static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7f ? c : '?';
-  return out;
-}
-
 std::string list(std::initializer_list<std::string_view> known) {
   std::string out;
   for (auto k : known) out += (out.empty() ? "" : ", ") + std::string(k);
   return out;
 }
 }  // namespace
+
+std::string quoted(std::string_view s) {
+  std::string out;
+  for (char c : s.substr(0, 64)) out += static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7f ? c : '?';
+  return out;
+}
 
 std::optional<std::string> percent_decode(std::string_view s) {
   std::string out;
@@ -50,7 +49,7 @@ const std::string* QueryParams::get(std::string_view name) const {
 }
 
 std::optional<QueryParams> parse_query(std::string_view query, std::initializer_list<std::string_view> known,
-                                       std::string& error) {
+                                       std::string& error, std::size_t max_value) {
   QueryParams out;
   while (!query.empty()) {
     const auto amp = query.find('&');
@@ -63,8 +62,8 @@ std::optional<QueryParams> parse_query(std::string_view query, std::initializer_
     if (!name || !value) return error = "malformed percent-encoding in parameter `" + quoted(part.substr(0, eq)) + "`", std::nullopt;
     if (std::find(known.begin(), known.end(), *name) == known.end())
       return error = "unknown parameter `" + quoted(*name) + "` (" + list(known) + ")", std::nullopt;
-    if (value->size() > kMaxQueryValue)
-      return error = "parameter `" + *name + "` is longer than " + std::to_string(kMaxQueryValue) + " bytes", std::nullopt;
+    if (value->size() > max_value)
+      return error = "parameter `" + *name + "` is longer than " + std::to_string(max_value) + " bytes", std::nullopt;
     if (!out.values_.emplace(*name, std::move(*value)).second)
       return error = "parameter `" + *name + "` given twice", std::nullopt;
   }

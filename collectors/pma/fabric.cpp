@@ -91,6 +91,7 @@ std::unique_ptr<Topology> discover(const FabricOptions& o, const mad::NodeNameMa
       if (node.lid == 0) node.lid = fp.lid;
       node.ports.push_back(std::move(fp));
     }
+    if (sw) node.switch_info = mad::decode_switch_info(n->switchinfo);
     note_sm_ports(n, node.guid_label, node.name, topo->sm_ports, master_sm_lids);
     topo->by_guid.emplace(node.guid, topo->nodes.size());
     topo->nodes.push_back(std::move(node));
@@ -281,6 +282,7 @@ void FabricLoop::refresh_once() {
   discover_when_due();
   if (o_.links) links_.observe(topology(), std::chrono::system_clock::now());
   if (o_.sm) poll_subnet_managers();
+  if (o_.routes) read_forwarding_tables();
   const std::shared_ptr<const Topology> topo = topology();
   std::size_t ports_ok = 0;
   if (client_ && topo && o_.snapshot) {
@@ -434,6 +436,7 @@ void FabricLoop::emit_loop_series(const Topology* topo, std::size_t ports_ok, do
   }
   if (o_.links) links_.emit(sink);
   if (o_.sm) sm_.emit(sink);
+  if (o_.routes) lft_.emit(sink);
   if (o_.snapshot && o_.ext_speeds) ext_speeds_.emit(sink);
 }
 

@@ -22,6 +22,7 @@
 
 #include "collectors/pma/fabric_fec.h"
 #include "collectors/pma/fabric_links.h"
+#include "collectors/pma/fabric_routes.h"
 #include "collectors/pma/fabric_sm.h"
 #include "collectors/pma/pma_metrics.h"
 #include "collectors/pma/target_guard.h"
@@ -56,6 +57,10 @@ struct FabricOptions {
   std::chrono::seconds link_retention{std::chrono::hours(24)};  // how long a link gone down is kept
   bool sm = true;               // SMInfo of the subnet managers, once per refresh (fabric_sm.h)
   unsigned sm_stuck_polls = 3;  // an SM whose ActCount stays for this many polls is stuck
+  // Forwarding tables and routes (fabric_routes.h): every switch's LFT after each discovery and
+  // master SM change, at most lft_max_smps SMPs a read; served at /pma/routes.
+  bool routes = true;
+  std::size_t lft_max_smps = 65536;
 };
 
 struct FabricPort {
@@ -71,6 +76,7 @@ struct FabricNode {
   std::string description;             // NodeDescription as the node reports it
   std::uint16_t lid = 0;               // where ClassPortInfo goes (switch port 0, else first port)
   std::vector<FabricPort> ports;
+  std::optional<mad::SwitchInfo> switch_info;  // switches: as libibnetdisc read it (LinearFDBTop)
 };
 struct Topology {
   std::vector<FabricNode> nodes;
@@ -110,6 +116,17 @@ class FabricLoop {
   std::string targets_json(std::string_view type = {}) const;
   // A request refused before any MAD (bad or unknown target): counted by reason.
   static void count_request(const std::string& result);
+  // /pma/routes (fabric_routes.h): routes from a source over the last forwarding tables read;
+  // nullopt before any read.
+  std::optional<std::string> routes_json(std::uint64_t src_guid, int src_port, int dst_lid) const;
+  // /pma/routes/suspects (fabric_suspects.h): the suspects of the given pairs' routes.
+  struct PairVerdict {
+    std::uint64_t src_guid = 0;
+    std::uint8_t src_port = 0;
+    std::uint16_t dst_lid = 0;
+    bool lossy = false;
+  };
+  std::optional<std::string> route_suspects_json(const std::vector<PairVerdict>& pairs) const;
 
  private:
   struct Snapshot {
@@ -152,6 +169,11 @@ class FabricLoop {
   LinkTable links_{o_.link_retention};  // loop thread only
   SmMonitor sm_{o_.sm_stuck_polls};     // loop thread only
   void poll_subnet_managers();
+  // Forwarding tables (fabric_routes.cpp): read after a discovery or a master SM change.
+  ForwardingTableCache lft_{LftOptions{o_.lft_max_smps}};
+  std::uint64_t lft_discoveries_ = 0, lft_sm_changes_ = 0;  // loop thread only: what the last read saw
+  bool lft_read_ = false;
+  void read_forwarding_tables();
   ExtSpeedsTable ext_speeds_;  // loop thread only
   // The steps of refresh_once.
   void open_client();

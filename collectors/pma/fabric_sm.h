@@ -40,6 +40,7 @@ class SmMonitor {
   // port exclusively (as for a discovery).
   void poll(const std::vector<SmPort>& ports, const std::string& ca, int port, const mad::QueryOptions& q);
   void emit(exporter::MetricSink& out) const;
+  std::uint64_t master_changes() const { return master_changes_; }
 
  private:
   struct Sm {

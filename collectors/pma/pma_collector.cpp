@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "collectors/pma/fabric.h"
+#include "collectors/pma/fabric_suspects.h"
 #include "collectors/pma/pma_metrics.h"
 #include "exporter/collector.h"
 #include "exporter/query.h"
@@ -55,7 +56,9 @@ class PmaCollector final : public exporter::Collector {
     if (!fabric_) return {};
     FabricLoop* f = fabric_.get();
     return {{"/pma", [f](std::string_view query) { return serve_target(*f, query); }},
-            {"/pma/targets", [f](std::string_view query) { return serve_targets(*f, query); }}};
+            {"/pma/targets", [f](std::string_view query) { return serve_targets(*f, query); }},
+            {"/pma/routes", [f](std::string_view query) { return serve_routes(*f, query); }},
+            {"/pma/routes/suspects", [f](std::string_view query) { return serve_suspects(*f, query); }}};
   }
 
  private:
@@ -75,6 +78,67 @@ class PmaCollector final : public exporter::Collector {
     return {200, "application/json", f.targets_json(type ? *type : "")};
   }
 
+  // A number in `base` no greater than `max`, the whole string; nullopt otherwise.
+  static std::optional<std::uint64_t> number(std::string_view s, int base, std::uint64_t max) {
+    std::uint64_t x = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), x, base);
+    if (s.empty() || ec != std::errc() || end != s.data() + s.size() || x > max) return std::nullopt;
+    return x;
+  }
+
+  // /pma/routes?src=0x<GUID>[&port=N][&dst=<LID>] (fabric_routes.h)
+  static exporter::HttpResponse serve_routes(FabricLoop& f, std::string_view query) {
+    std::string error;
+    auto params = exporter::parse_query(query, {"src", "port", "dst"}, error);
+    if (!params) return bad(f, error);
+    std::optional<std::uint64_t> src;
+    int port = 0, dst = 0;
+    if (const std::string* v = params->get("src")) {
+      const std::string_view g = *v;
+      if (!(g.starts_with("0x") || g.starts_with("0X")) || g.size() > 18 || !(src = number(g.substr(2), 16, ~0ull)))
+        return bad(f, "src '" + exporter::quoted(g) + "' is not a node GUID (0x followed by up to 16 hex digits)");
+    }
+    if (const std::string* v = params->get("port")) {
+      auto n = number(*v, 10, 254);
+      if (!n || *n == 0) return bad(f, "port '" + exporter::quoted(*v) + "' is not a port number 1-254");
+      port = static_cast<int>(*n);
+    }
+    if (const std::string* v = params->get("dst")) {
+      auto n = number(*v, 10, 0xBFFF);
+      if (!n || *n == 0) return bad(f, "dst '" + exporter::quoted(*v) + "' is not a unicast LID 1-49151");
+      dst = static_cast<int>(*n);
+    }
+    if (!src) return bad(f, "missing parameter 'src' (a node GUID from /pma/targets)");
+    auto body = f.routes_json(*src, port, dst);
+    if (!body) return {503, "text/plain; charset=utf-8", "no forwarding tables read yet (fabric-routes off, or no discovery yet)\n"};
+    return {200, "application/json", std::move(*body)};
+  }
+
+  // /pma/routes/suspects?lossy=<GUID>/<port>-<LID>,...&clean=... (fabric_suspects.h)
+  static constexpr std::size_t kMaxSuspectPairs = 100000;  // a fleet's probe pairs; bounds the work
+  static constexpr std::size_t kMaxPairList = 4u << 20;     // bytes of one list (the server bounds a request first)
+  static exporter::HttpResponse serve_suspects(FabricLoop& f, std::string_view query) {
+    std::string error;
+    auto params = exporter::parse_query(query, {"lossy", "clean"}, error, kMaxPairList);
+    if (!params) return bad(f, error);
+    std::vector<FabricLoop::PairVerdict> pairs;
+    bool any_lossy = false;
+    for (const char* key : {"lossy", "clean"}) {
+      const std::string* v = params->get(key);
+      if (!v) continue;
+      const bool lossy = std::string_view(key) == "lossy";
+      auto list = parse_pairs(*v, lossy);
+      if (!list) return bad(f, std::string(key) + ": not a comma-separated list of <node GUID>/<port>-<LID>");
+      for (const PairLoss& p : *list) pairs.push_back({p.src_guid, p.src_port, p.dst_lid, p.lossy});
+      any_lossy |= lossy && !list->empty();
+      if (pairs.size() > kMaxSuspectPairs) return bad(f, "more than " + std::to_string(kMaxSuspectPairs) + " pairs");
+    }
+    if (!any_lossy) return bad(f, "missing parameter 'lossy' (the pairs that lose: <node GUID>/<port>-<LID>,...)");
+    auto body = f.route_suspects_json(pairs);
+    if (!body) return {503, "text/plain; charset=utf-8", "no forwarding tables read yet (fabric-routes off, or no discovery yet)\n"};
+    return {200, "application/json", std::move(*body)};
+  }
+
   // /pma?target=0x<16 hex digits>[&ports=1,2,...] (Prometheus encodes params: `ports=1,2`
   // arrives as ports=1%2C2)
   static exporter::HttpResponse serve_target(FabricLoop& f, std::string_view query) {
@@ -90,7 +154,7 @@ class PmaCollector final : public exporter::Collector {
     if (hex) t.remove_prefix(2);
     auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), guid, 16);
     if (!hex || t.empty() || t.size() > 16 || ec != std::errc() || end != t.data() + t.size())
-      return bad(f, "target '" + *target + "' is not a node GUID (0x followed by up to 16 hex digits)");
+      return bad(f, "target '" + exporter::quoted(*target) + "' is not a node GUID (0x followed by up to 16 hex digits)");
     std::vector<int> port_list;
     if (ports) {
       std::string_view p = *ports;
@@ -101,7 +165,7 @@ class PmaCollector final : public exporter::Collector {
         int n = 0;
         auto [e, c] = std::from_chars(item.data(), item.data() + item.size(), n);
         if (item.empty() || c != std::errc() || e != item.data() + item.size() || n < 1 || n > 254)
-          return bad(f, "ports '" + *ports + "' is not a comma-separated list of port numbers 1-254");
+          return bad(f, "ports '" + exporter::quoted(*ports) + "' is not a comma-separated list of port numbers 1-254");
         port_list.push_back(n);
       }
     }
@@ -291,6 +355,11 @@ RDMA_REGISTER_COLLECTOR({
              "(rdma_pma_fabric_sm_*: one SMP per SM port)."},
             {"fabric-sm-stuck-polls", exporter::OptionType::kInt, "3",
              "Fabric mode: an SM whose ActCount does not advance over this many refreshes is stuck."},
+            {"fabric-routes", exporter::OptionType::kBool, "true",
+             "Fabric mode: read every switch's linear forwarding table after each discovery and master SM change "
+             "(one SMP per 64 LIDs per switch) and serve routes at /pma/routes?src=<GUID>[&port=N][&dst=<LID>]."},
+            {"fabric-lft-max-smps", exporter::OptionType::kInt, "65536",
+             "Fabric mode: the most LinearForwardingTable SMPs one read of the tables sends."},
             {"node-name-map", exporter::OptionType::kString, "",
              "ibnetdiscover-format node-name-map file (\"0xGUID \\\"name\\\"\" per line) for the node_name labels.",
              true},
@@ -323,6 +392,8 @@ RDMA_REGISTER_COLLECTOR({
         f.sm = s.boolean("fabric-sm");
         f.ext_speeds = s.boolean("fabric-ext-speeds");
         f.sm_stuck_polls = static_cast<unsigned>(s.integer("fabric-sm-stuck-polls", 1, 1000));
+        f.routes = s.boolean("fabric-routes");
+        f.lft_max_smps = static_cast<std::size_t>(s.integer("fabric-lft-max-smps", 1, 100000000));
         f.query = local.query;
         fabric = std::make_unique<FabricLoop>(std::move(f));
       }

@@ -1,0 +1,243 @@
+// Forwarding tables and routes (issue 26): SwitchInfo and LinearForwardingTable blocks decode where
+// libibmad encodes them, the block count up to LinearFDBTop, and routes walked over a synthetic
+// topology: through one and two switches, to a switch LID, to itself, and each failure as a value
+// (loop, missing entry, entry beyond LinearFDBTop, unknown LID, unknown source, a switch with no
+// table, an entry to a port with no cable or to a CA that is not the destination); the IB feed of
+// rdma::model::suspect_links (routes as paths, cables only) and the pair lists /pma/routes/suspects takes.
+#include <infiniband/mad.h>
+
+#include <catch2/catch.hpp>
+#include <random>
+#include <vector>
+
+#include "collectors/pma/fabric.h"
+#include "collectors/pma/fabric_routes.h"
+#include "collectors/pma/fabric_suspects.h"
+#include "sources/mad/lft_decode.h"
+
+using namespace rdma::collectors::pma;
+using namespace rdma::mad;
+
+namespace {
+void put32(std::uint8_t* buf, enum MAD_FIELDS f, std::uint32_t v) { mad_encode_field(buf, f, &v); }
+
+// ca-a (guid 1, LID 1) - sw1 port 1; sw1 port 2 - sw2 port 1; ca-b (guid 2, LID 2) - sw1 port 3;
+// ca-c (guid 3, LID 3) - sw2 port 2. sw1 has LID 10, sw2 LID 20.
+FabricPort cable(std::uint8_t number, std::uint16_t lid, std::uint64_t remote, const char* remote_name, int remote_port) {
+  FabricPort p;
+  p.number = number;
+  p.lid = lid;
+  p.remote_guid_value = remote;
+  p.remote_guid = guid_label(remote);
+  p.remote_name = remote_name;
+  p.remote_port = std::to_string(remote_port);
+  return p;
+}
+FabricNode node(std::uint64_t guid, const char* name, const char* type, std::uint16_t lid, std::vector<FabricPort> ports) {
+  FabricNode n;
+  n.guid = guid;
+  n.guid_label = guid_label(guid);
+  n.name = name;
+  n.type = type;
+  n.lid = lid;
+  n.ports = std::move(ports);
+  return n;
+}
+Topology topology() {
+  Topology t;
+  t.nodes = {node(1, "ca-a", "ca", 1, {cable(1, 1, 10, "sw1", 1)}),
+             node(2, "ca-b", "ca", 2, {cable(1, 2, 10, "sw1", 3)}),
+             node(3, "ca-c", "ca", 3, {cable(1, 3, 20, "sw2", 2)}),
+             node(10, "sw1", "switch", 10, {cable(1, 10, 1, "ca-a", 1), cable(2, 10, 20, "sw2", 1), cable(3, 10, 2, "ca-b", 1)}),
+             node(20, "sw2", "switch", 20, {cable(1, 20, 10, "sw1", 2), cable(2, 20, 3, "ca-c", 1)})};
+  for (std::size_t i = 0; i < t.nodes.size(); ++i) t.by_guid[t.nodes[i].guid] = i;
+  return t;
+}
+// The tables opensm would write for that fabric (LIDs 0..20).
+ForwardingTables tables() {
+  ForwardingTables t;
+  std::vector<std::uint8_t> sw1(21, kLftNoPort), sw2(21, kLftNoPort);
+  sw1[1] = 1, sw1[2] = 3, sw1[3] = 2, sw1[10] = 0, sw1[20] = 2;
+  sw2[1] = 1, sw2[2] = 1, sw2[3] = 2, sw2[10] = 1, sw2[20] = 0;
+  t.lft[10] = sw1;
+  t.lft[20] = sw2;
+  return t;
+}
+std::vector<std::string> names(const Route& r) {
+  std::vector<std::string> out;
+  for (const auto& h : r.hops) out.push_back(h.name + ":" + std::to_string(h.in_port) + ">" + std::to_string(h.out_port));
+  return out;
+}
+}  // namespace
+
+TEST_CASE("SwitchInfo and LinearForwardingTable blocks decode where libibmad encodes them", "[pma]") {
+  std::mt19937 rng(26);
+  for (int i = 0; i < 50; ++i) {
+    std::uint8_t buf[IB_SMP_DATA_SIZE] = {};
+    const std::uint32_t cap = rng() & 0xffff, top = rng() & 0xffff, mcap = rng() & 0xffff, def = rng() & 0xff;
+    put32(buf, IB_SW_LINEAR_FDB_CAP_F, cap);
+    put32(buf, IB_SW_LINEAR_FDB_TOP_F, top);
+    put32(buf, IB_SW_MCAST_FDB_CAP_F, mcap);
+    put32(buf, IB_SW_DEF_PORT_F, def);
+    const auto si = decode_switch_info(std::span<const std::uint8_t>(buf, sizeof buf));
+    REQUIRE(si);
+    CHECK(si->linear_fdb_cap == cap);
+    CHECK(si->linear_fdb_top == top);
+    CHECK(si->multicast_fdb_cap == mcap);
+    CHECK(si->default_port == def);
+  }
+  std::uint8_t lft[IB_SMP_DATA_SIZE];
+  for (std::size_t i = 0; i < sizeof lft; ++i) lft[i] = static_cast<std::uint8_t>(i * 7);
+  const auto b = decode_lft_block(std::span<const std::uint8_t>(lft, sizeof lft));
+  REQUIRE(b);
+  for (std::size_t i = 0; i < kLftBlockEntries; ++i) CHECK((*b)[i] == static_cast<std::uint8_t>(i * 7));
+  CHECK_FALSE(decode_lft_block(std::span<const std::uint8_t>(lft, 63)));
+  CHECK_FALSE(decode_switch_info(std::span<const std::uint8_t>(lft, 8)));
+}
+
+TEST_CASE("the LFT is read in blocks up to LinearFDBTop, within its capacity and the unicast LIDs", "[pma]") {
+  SwitchInfo si;
+  si.linear_fdb_cap = 49152;
+  si.linear_fdb_top = 0;
+  CHECK(lft_blocks(si) == 1);
+  si.linear_fdb_top = 63;
+  CHECK(lft_blocks(si) == 1);
+  si.linear_fdb_top = 64;
+  CHECK(lft_blocks(si) == 2);
+  si.linear_fdb_top = 10241;  // the bench fabric's highest LID
+  CHECK(lft_blocks(si) == 161);
+  si.linear_fdb_top = 0xFFFF;  // multicast range: no linear entries there
+  CHECK(lft_blocks(si) == 768);
+  si.linear_fdb_cap = 128;  // a top beyond the table's capacity: the switch has no entry there
+  CHECK(lft_blocks(si) == 2);
+}
+
+TEST_CASE("a route is walked switch by switch through each table's entry for the destination LID", "[pma]") {
+  const Topology topo = topology();
+  const ForwardingTables t = tables();
+  Route r = compute_route(topo, t, 1, 1, 3);
+  REQUIRE(r.ok());
+  CHECK(names(r) == std::vector<std::string>{"ca-a:0>1", "sw1:1>2", "sw2:1>2", "ca-c:1>0"});
+  CHECK(route_ports(r) == std::vector<std::string>{"ca-a/1", "sw1/1", "sw1/2", "sw2/1", "sw2/2", "ca-c/1"});
+  const auto cables = route_cables(r);
+  REQUIRE(cables.size() == 3);
+  CHECK((cables[1].from == "sw1/2" && cables[1].to == "sw2/1"));
+  r = compute_route(topo, t, 1, 1, 2);  // one switch
+  REQUIRE(r.ok());
+  CHECK(names(r) == std::vector<std::string>{"ca-a:0>1", "sw1:1>3", "ca-b:1>0"});
+  r = compute_route(topo, t, 3, 1, 20);  // to the switch it hangs off: ends at the switch
+  REQUIRE(r.ok());
+  CHECK(names(r) == std::vector<std::string>{"ca-c:0>1", "sw2:2>0"});
+  r = compute_route(topo, t, 3, 1, 10);  // to a switch further on
+  REQUIRE(r.ok());
+  CHECK(names(r) == std::vector<std::string>{"ca-c:0>1", "sw2:2>1", "sw1:2>0"});
+  r = compute_route(topo, t, 1, 1, 1);  // to itself: no cable
+  REQUIRE(r.ok());
+  CHECK(names(r) == std::vector<std::string>{"ca-a:0>0"});
+  CHECK(route_cables(r).empty());
+  r = compute_route(topo, t, 10, 1, 3);  // from a switch: its table picks the port
+  REQUIRE(r.ok());
+  CHECK(names(r) == std::vector<std::string>{"sw1:0>2", "sw2:1>2", "ca-c:1>0"});
+}
+
+TEST_CASE("a route that loops, misses an entry or leaves the topology is an error value", "[pma]") {
+  const Topology topo = topology();
+  ForwardingTables t = tables();
+  CHECK(compute_route(topo, t, 1, 1, 99).error == RouteError::kUnknownLid);
+  CHECK(compute_route(topo, t, 1, 2, 3).error == RouteError::kUnknownSource);
+  CHECK(compute_route(topo, t, 77, 1, 3).error == RouteError::kUnknownSource);
+  {
+    ForwardingTables loop = t;
+    loop.lft[20][3] = 1;  // sw2 sends LID 3 back to sw1, which sends it to sw2
+    const Route r = compute_route(topo, loop, 1, 1, 3);
+    CHECK(r.error == RouteError::kLoop);
+    CHECK(r.detail.find("sw1") != std::string::npos);
+    CHECK(names(r) == std::vector<std::string>{"ca-a:0>1", "sw1:1>2", "sw2:1>1", "sw1:2>0"});
+  }
+  {
+    ForwardingTables hole = t;
+    hole.lft[20][3] = kLftNoPort;
+    const Route r = compute_route(topo, hole, 1, 1, 3);
+    CHECK(r.error == RouteError::kNoEntry);
+    CHECK(r.hops.size() == 3);  // the walk so far: ca-a, sw1, sw2
+    hole.lft[20].resize(3);     // LID 3 beyond sw2's LinearFDBTop
+    CHECK(compute_route(topo, hole, 1, 1, 3).detail.find("beyond its LinearFDBTop") != std::string::npos);
+    hole.lft[10][3] = 0;  // port 0 for a LID that is not the switch's own
+    CHECK(compute_route(topo, hole, 1, 1, 3).error == RouteError::kNoEntry);
+  }
+  {
+    ForwardingTables none = t;
+    none.lft.erase(20);
+    CHECK(compute_route(topo, none, 1, 1, 3).error == RouteError::kNoTable);
+  }
+  {
+    ForwardingTables dead = t;
+    dead.lft[10][3] = 7;  // a port with no cable
+    CHECK(compute_route(topo, dead, 1, 1, 3).error == RouteError::kDeadEnd);
+    dead.lft[10][3] = 3;  // to ca-b, which does not have LID 3
+    const Route r = compute_route(topo, dead, 1, 1, 3);
+    CHECK(r.error == RouteError::kDeadEnd);
+    CHECK(r.detail.find("ca-b") != std::string::npos);
+  }
+}
+
+TEST_CASE("routes_json answers every LID of the fabric from a source, errors included", "[pma]") {
+  const Topology topo = topology();
+  ForwardingTables t = tables();
+  t.lft[20][2] = kLftNoPort;
+  const std::string all = routes_json(topo, t, 3, 0, 0);
+  CHECK(all.find("\"dst_lid\":1,") != std::string::npos);
+  CHECK(all.find("\"dst_lid\":20,") != std::string::npos);
+  CHECK(all.find("\"error\":\"no_entry\"") != std::string::npos);
+  const std::string one = routes_json(topo, t, 1, 1, 3);
+  CHECK(one.find("\"dst_lid\":3,\"error\":\"\"") != std::string::npos);
+  CHECK(one.find("\"name\":\"sw2\",\"in_port\":1,\"out_port\":2") != std::string::npos);
+  CHECK(routes_json(topo, t, 99, 0, 3).find("unknown_source") != std::string::npos);
+}
+
+TEST_CASE("the IB feed names the one cable every lossy route crosses and no clean route does", "[pma]") {
+  const Topology topo = topology();
+  const ForwardingTables t = tables();
+  // a->c and b->c lose; a->b is clean, and so is sw2->c (it crosses sw2/2 -> ca-c/1, the other
+  // cable both lossy routes share): only sw1/2 -> sw2/1 explains both and no clean pair crosses it.
+  std::vector<PairLoss> pairs = {{1, 1, 3, true, "rail0"}, {2, 1, 3, true, "rail0"}, {1, 1, 2, false, "rail0"},
+                                 {20, 1, 3, false, "rail0"}};
+  IbSuspects s = ib_suspects(topo, t, pairs);
+  REQUIRE(s.suspects.size() == 1);
+  CHECK(s.suspects[0].group == "rail0");
+  CHECK(s.suspects[0].link.from == "sw1/2");
+  CHECK(s.suspects[0].link.to == "sw2/1");
+  CHECK(s.suspects[0].lossy_flows == 2);
+  CHECK(s.suspects[0].clean_flows == 0);
+  CHECK(s.unrouted.empty());
+  // Without the clean sw2->c, the two shared cables tie: both kept, and never the links inside sw1.
+  pairs.pop_back();
+  s = ib_suspects(topo, t, pairs);
+  REQUIRE(s.suspects.size() == 2);
+  for (const auto& l : s.suspects) CHECK(l.link.from.substr(0, 3) != l.link.to.substr(0, 3));
+  // One lossy pair: every cable of its route that no clean route crosses (a/1 -> sw1/1 is crossed by a->b).
+  s = ib_suspects(topo, t, {{1, 1, 3, true, ""}, {1, 1, 2, false, ""}});
+  REQUIRE(s.suspects.size() == 2);
+  CHECK(s.suspects[0].link.from == "sw1/2");
+  CHECK(s.suspects[1].link.from == "sw2/2");
+  // A pair without a route is reported, not guessed.
+  ForwardingTables hole = t;
+  hole.lft[20][3] = kLftNoPort;
+  s = ib_suspects(topo, hole, {{1, 1, 3, true, ""}, {2, 1, 2, false, ""}});
+  CHECK(s.suspects.empty());
+  REQUIRE(s.unrouted.size() == 1);
+  CHECK(s.unrouted[0].find("no_entry") != std::string::npos);
+  CHECK(suspects_json(s).find("\"unrouted\":[\"0x0000000000000001/1-3: no_entry") != std::string::npos);
+}
+
+TEST_CASE("pair lists parse as <GUID>/<port>-<LID> and reject anything else", "[pma]") {
+  auto p = parse_pairs("0x1/1-3,0x000000000000000a/2-49151", true);
+  REQUIRE(p);
+  REQUIRE(p->size() == 2);
+  CHECK(((*p)[0].src_guid == 1 && (*p)[0].src_port == 1 && (*p)[0].dst_lid == 3 && (*p)[0].lossy));
+  CHECK(((*p)[1].src_guid == 10 && (*p)[1].dst_lid == 49151));
+  CHECK(parse_pairs("", false)->empty());
+  for (const char* bad : {"1/1-3", "0x1/0-3", "0x1/1-0", "0x1/1-49152", "0x1/255-3", "0x1-3/1", "0x/1-3", "0x1/1-3,",
+                          "0x1/1-3x", "0x11111111111111111/1-3"})
+    CHECK_FALSE(parse_pairs(bad, true));
+}
