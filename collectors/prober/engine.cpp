@@ -1,5 +1,7 @@
 #include "collectors/prober/engine.h"
 
+#include "collectors/prober/trace_packet.h"
+
 #include <algorithm>
 #include <functional>
 #include <set>
@@ -112,6 +114,7 @@ void Engine::rebuild_links() {
     l.target = *spec_of[key].second;
     l.local = std::get<1>(key);
     l.flow = std::get<4>(key);
+    l.flow_label = link_flow_label(l);
     l.stats_key = stats_key(l.peer, l.local);
     l.stats = &stats_[l.stats_key];
     requeue(links_.emplace(l.id, std::move(l)).first->second);
@@ -334,6 +337,12 @@ void Engine::close_window(TimePoint now) {
   window_start_ = now;
 }
 
+std::uint32_t Engine::link_flow_label(const Link& l) const {
+  const auto key = l.peer.name + "/" + l.local.device + "/" + std::to_string(l.local.port) + "/" + l.target.device + "/" +
+                   std::to_string(l.target.port);
+  return choose_flow_label(link_seed(key), l.flow, cfg_.flows, l.rotations);
+}
+
 // One flow index per turn: each link re-creates that flow's QP (a new QP number, hence a new UDP
 // source port); the link's other flows keep probing meanwhile. With one flow nothing rotates.
 void Engine::rotate_flows(TimePoint now) {
@@ -344,6 +353,8 @@ void Engine::rotate_flows(TimePoint now) {
     if (l.flow == turn && l.state == State::kUp) {
       transport_.close(l.id);
       l.in_flight.clear();  // posted on the old QP: neither lost nor completed
+      ++l.rotations;
+      l.flow_label = link_flow_label(l);  // the next 5-tuple of this flow's slot
       l.state = State::kIdle;
       requeue(l);
     }
@@ -428,7 +439,7 @@ void Engine::tick_link(Link& l, TimePoint now) {
       l.state = State::kConnecting;
       l.connect_started = now;
       l.attempt_started = !transport_.reports_connect_start();
-      transport_.connect({l.id, l.peer, l.local, l.flow, l.target});
+      transport_.connect({l.id, l.peer, l.local, l.flow, l.target, l.flow_label});
       break;
     case State::kConnecting:
       if (now < connect_deadline(l)) break;
