@@ -27,6 +27,9 @@ std::optional<PortInfo> decode_port_info(std::span<const std::uint8_t> data) {
   p.speed_ext_active = b.u8(496, 4);
   p.speed_ext_supported = b.u8(500, 4);
   p.speed_ext_enabled = b.u8(507, 5);
+  p.speed_ext2_active = b.u8(449, 2);
+  p.speed_ext2_supported = b.u8(451, 2);
+  p.speed_ext2_enabled = b.u8(453, 3);
   return p;
 }
 
@@ -38,6 +41,8 @@ Width widest(std::uint8_t bits) {
   if (bits & 1) return {1, "1x", 1};
   return {};
 }
+
+Speed xdr() { return {8, "XDR", 212.5}; }
 
 Speed fastest(std::uint8_t speed_bits, std::uint8_t ext_bits) {
   if (ext_bits & 8) return {7, "NDR", 106.25};
@@ -60,6 +65,7 @@ std::uint8_t ext_supported_bits(const PortInfo& p) { return p.ext_speeds() ? p.s
 }  // namespace
 
 Speed active_speed(const PortInfo& p) {
+  if (p.speed_ext2_active == 1) return xdr();
   const Speed ext = fastest(0, p.ext_speeds() ? p.speed_ext_active : 0);
   return ext.rank ? ext : fastest(p.speed_active, 0);
 }
@@ -74,6 +80,9 @@ LinkTraining link_training(const PortInfo& a, const PortInfo& b) {
   const auto ext_sup = static_cast<std::uint8_t>(ext_supported_bits(a) & ext_supported_bits(b));
   t.possible_speed = fastest(static_cast<std::uint8_t>(speed_sup & (a.speed_enabled | b.speed_enabled)),
                              static_cast<std::uint8_t>(ext_sup & (ext_enabled_bits(a) | ext_enabled_bits(b))));
+  // XDR by the same rule: both ends support it (LinkSpeedExtSupported2) and one enables it.
+  if ((a.speed_ext2_supported & b.speed_ext2_supported & 1) && ((a.speed_ext2_enabled | b.speed_ext2_enabled) & 1))
+    t.possible_speed = xdr();
   return t;
 }
 

@@ -20,8 +20,11 @@ inline constexpr std::size_t kSmpDataSize = 64;  // SMP attribute data (LID-rout
 // LinkWidth* bits (IBA 14.2.5.6, Table 155): 1 = 1x, 2 = 4x, 4 = 8x, 8 = 12x, 16 = 2x.
 // LinkSpeed* bits: 1 = SDR, 2 = DDR, 4 = QDR; LinkSpeedExt* bits: 1 = FDR, 2 = EDR, 4 = HDR, 8 = NDR.
 // LinkSpeedExtEnabled is 5 bits: 30 means "as supported" (taken as LinkSpeedExtSupported here).
-// XDR lives in IBA 1.7's LinkSpeedExt2* fields, which the layout of Debian's libibmad (rdma-core 44)
-// does not have: not decoded (an XDR link reads as its LinkSpeedExt* value).
+// XDR lives in IBA 1.7's LinkSpeedExt2* fields (byte 56 of PortInfo, bit offsets 449/451/453), which
+// the layout of Debian's libibmad (rdma-core 44) does not have; decoded here from the raw bits at the
+// offsets newer rdma-core's libibmad uses (fields.c "More PortInfo fields (XDR)":
+// LinkSpeedExtActive2 449/2, LinkSpeedExtSupported2 451/2, LinkSpeedExtEnabled2 453/3; dump.c: Active2
+// 1 = 212.5 Gb/s, Supported2/Enabled2 bit 0 = XDR). Reserved (zero) on ports older than IBA 1.7.
 struct PortInfo {
   std::uint16_t lid = 0;
   std::uint16_t master_sm_lid = 0;
@@ -34,6 +37,7 @@ struct PortInfo {
   std::uint8_t link_down_default = 0;    // 0 no change, 1 sleep, 2 polling
   std::uint16_t capability_mask2 = 0;
   std::uint8_t speed_ext_active = 0, speed_ext_supported = 0, speed_ext_enabled = 0;
+  std::uint8_t speed_ext2_active = 0, speed_ext2_supported = 0, speed_ext2_enabled = 0;  // XDR (IBA 1.7)
   bool is_sm() const { return capability_mask & (1u << 1); }
   bool ext_speeds() const { return capability_mask & (1u << 14); }  // IsExtendedSpeedsSupported
 };
@@ -54,7 +58,9 @@ struct Speed {
 Width widest(std::uint8_t width_bits);  // the widest width in a LinkWidth* mask
 // The fastest speed in a (LinkSpeed*, LinkSpeedExt*) pair of masks; ext bits win when set.
 Speed fastest(std::uint8_t speed_bits, std::uint8_t ext_bits);
-// The active speed of a port: LinkSpeedExtActive when the port has extended speeds and one is set.
+Speed xdr();  // 212.5 Gb/s per lane (LinkSpeedExt2* bit 0)
+// The active speed of a port: XDR when LinkSpeedExtActive2 says so, else LinkSpeedExtActive when the
+// port has extended speeds and one is set, else LinkSpeedActive.
 Speed active_speed(const PortInfo& p);
 
 // What a link trained at against what its two ends could train at: the best width and speed that

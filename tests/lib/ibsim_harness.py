@@ -306,3 +306,19 @@ def wait_for(pred, timeout=30, step=0.1, what="condition"):
         if time.monotonic() > deadline:
             raise AssertionError("timed out waiting for " + what)
         time.sleep(step)
+
+
+def run_sim_case(sim, case, cases, fails, *args):
+    """The end of every ibsim test script: runs cases[case](sim, *args), reports an exception with its
+    traceback as one more failure in `fails`, closes the simulator whatever happened, prints
+    "<case>: N failed" and returns the exit status (0 only when nothing failed)."""
+    import traceback
+    try:
+        cases[case](sim, *args)
+    except Exception as ex:  # noqa: BLE001 - report, clean up, fail
+        traceback.print_exc()
+        fails.append(repr(ex))
+    finally:
+        sim.close()
+    print("%s: %d failed" % (case, len(fails)))
+    return 1 if fails else 0

@@ -37,6 +37,25 @@ std::vector<std::uint8_t> port_info(std::uint8_t w_en, std::uint8_t w_sup, std::
   return b;
 }
 PortInfo pi(const std::vector<std::uint8_t>& b) { return *decode_port_info(b); }
+
+// IBA 1.7's LinkSpeedExt2* fields, which Debian's libibmad cannot encode: written bit by bit at the
+// IBA bit offsets (most significant bit of byte 0 is bit 0), as newer rdma-core's fields.c places them
+// (LinkSpeedExtActive2 449/2, LinkSpeedExtSupported2 451/2, LinkSpeedExtEnabled2 453/3).
+void put_bits(std::vector<std::uint8_t>& b, std::size_t offset, unsigned width, std::uint32_t v) {
+  for (unsigned i = 0; i < width; ++i) {
+    const std::size_t bit = offset + i;
+    const auto mask = static_cast<std::uint8_t>(0x80u >> (bit % 8));
+    if ((v >> (width - 1 - i)) & 1u)
+      b[bit / 8] |= mask;
+    else
+      b[bit / 8] &= static_cast<std::uint8_t>(~mask);
+  }
+}
+void put_xdr(std::vector<std::uint8_t>& b, std::uint32_t active2, std::uint32_t supported2, std::uint32_t enabled2) {
+  put_bits(b, 449, 2, active2);
+  put_bits(b, 451, 2, supported2);
+  put_bits(b, 453, 3, enabled2);
+}
 }  // namespace
 
 TEST_CASE("PortInfo fields decode where libibmad encodes them", "[pma]") {
@@ -125,6 +144,52 @@ TEST_CASE("a link is degraded exactly when it trains below what both ends suppor
   CHECK_FALSE(t.degraded());
   // A port without an active width (link down) never reads as degraded on its own speed field.
   CHECK(widest(0).name.empty());
+}
+
+TEST_CASE("XDR: LinkSpeedExt2 fields decode from their IBA 1.7 bits, between libibmad's neighbours", "[pma]") {
+  for (int round = 0; round < 200; ++round) {
+    std::vector<std::uint8_t> b(kSmpDataSize, 0);
+    for (auto& x : b) x = static_cast<std::uint8_t>(rng());
+    const std::uint32_t a2 = rnd(2), s2 = rnd(2), e2 = rnd(3), hint = rnd(16), trip = rnd(24);
+    put_xdr(b, a2, s2, e2);
+    // The fields around them, as libibmad encodes them, are untouched by the XDR bits and vice versa.
+    put32(b.data(), IB_PORT_MAX_CREDIT_HINT_F, hint);
+    put32(b.data(), IB_PORT_LINK_ROUND_TRIP_F, trip);
+    const auto p = decode_port_info(b);
+    REQUIRE(p);
+    CHECK(p->speed_ext2_active == a2);
+    CHECK(p->speed_ext2_supported == s2);
+    CHECK(p->speed_ext2_enabled == e2);
+    std::uint32_t got = 0;
+    mad_decode_field(b.data(), IB_PORT_MAX_CREDIT_HINT_F, &got);
+    CHECK(got == hint);
+    mad_decode_field(b.data(), IB_PORT_LINK_ROUND_TRIP_F, &got);
+    CHECK(got == trip);
+  }
+  // 4x XDR both ends: active XDR (212.5 Gb/s per lane), not degraded.
+  auto xdr_port = port_info(0x13, 0x13, 2, 15, 15, 8);
+  put_xdr(xdr_port, 1, 1, 1);
+  auto t = link_training(pi(xdr_port), pi(xdr_port));
+  CHECK(t.active_speed.name == "XDR");
+  CHECK(t.active_speed.gbps_per_lane == 212.5);
+  CHECK(t.possible_speed.name == "XDR");
+  CHECK_FALSE(t.degraded());
+  // The same link trained at NDR (Active2 0) where both ends support and enable XDR: degraded.
+  auto ndr_on_xdr = port_info(0x13, 0x13, 2, 15, 15, 8);
+  put_xdr(ndr_on_xdr, 0, 1, 1);
+  t = link_training(pi(ndr_on_xdr), pi(xdr_port));
+  CHECK(t.active_speed.name == "NDR");
+  CHECK(t.possible_speed.name == "XDR");
+  CHECK(t.degraded());
+  // An XDR switch port to an NDR-only HCA (Supported2 0): NDR is the best they share.
+  const auto ndr_hca = port_info(0x13, 0x13, 2, 15, 15, 8);
+  t = link_training(pi(ndr_on_xdr), pi(ndr_hca));
+  CHECK(t.possible_speed.name == "NDR");
+  CHECK_FALSE(t.degraded());
+  // Both ends support XDR, neither enables it: configured lower on purpose, not a fault.
+  auto xdr_off = port_info(0x13, 0x13, 2, 15, 15, 8);
+  put_xdr(xdr_off, 0, 1, 0);
+  CHECK_FALSE(link_training(pi(xdr_off), pi(xdr_off)).degraded());
 }
 
 TEST_CASE("SMInfo decodes where libibmad encodes it", "[pma]") {

@@ -19,7 +19,8 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from exporter_harness import Prometheus, take_exporter_arg  # noqa: E402
-from ibsim_harness import DEFAULT_NET, Exporter, Sim, SetupError, fat_tree, get, parse_metrics, wait_for  # noqa: E402
+from ibsim_harness import DEFAULT_NET, Exporter, Sim, SetupError, fat_tree, get, parse_metrics, run_sim_case  # noqa: E402
+from ibsim_harness import wait_for  # noqa: E402
 
 FAILS = []
 
@@ -872,21 +873,13 @@ def main():
     except SetupError as s:
         print("FAIL - test bed:", s)
         return 1
-    try:
-        if case.startswith("unsupported_") or case == "port_mad":
-            {"unsupported_local": case_unsupported_local, "unsupported_fabric": case_unsupported_fabric,
-             "port_mad": case_port_mad}[case](sim, exe, double)
-        else:
-            {"local": case_local, "fabric": case_fabric, "faults": case_faults, "targets": case_targets,
-             "utf8": case_utf8, "target_bounds": case_target_bounds}[case](sim, exe)
-    except Exception as ex:  # noqa: BLE001 - report, clean up, fail
-        import traceback
-        traceback.print_exc()
-        FAILS.append(repr(ex))
-    finally:
-        sim.close()
-    print("%s: %d failed" % (case, len(FAILS)))
-    return 1 if FAILS else 0
+    if case.startswith("unsupported_") or case == "port_mad":
+        cases = {"unsupported_local": case_unsupported_local, "unsupported_fabric": case_unsupported_fabric,
+                 "port_mad": case_port_mad}
+        return run_sim_case(sim, case, cases, FAILS, exe, double)
+    cases = {"local": case_local, "fabric": case_fabric, "faults": case_faults, "targets": case_targets,
+             "utf8": case_utf8, "target_bounds": case_target_bounds}
+    return run_sim_case(sim, case, cases, FAILS, exe)
 
 
 if __name__ == "__main__":

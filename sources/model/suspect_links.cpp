@@ -1,0 +1,115 @@
+#include "sources/model/suspect_links.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+namespace rdma::model {
+namespace {
+
+bool answered(const std::string& hop) { return !hop.empty() && hop != kUnansweredHop; }
+
+// What one lossy flow could be blamed on: its narrowed link, or every link of its path, less the
+// links clean flows cross.
+struct Candidates {
+  std::set<HopLink> links;
+  bool narrowed = false;
+};
+
+// The link after the fresh trace's last answered hop, when the fresh trace stopped early on the
+// flow's known path.
+std::optional<HopLink> narrowed_link(const TracedFlow& f) {
+  if (f.fresh_complete || f.fresh_path.empty()) return std::nullopt;
+  auto last = std::find_if(f.fresh_path.rbegin(), f.fresh_path.rend(), answered);
+  if (last == f.fresh_path.rend()) return std::nullopt;
+  auto at = std::find(f.path.begin(), f.path.end(), *last);
+  if (at == f.path.end() || at + 1 == f.path.end()) return std::nullopt;
+  if (!answered(*(at + 1)) || *(at + 1) == *at) return std::nullopt;
+  return HopLink{*at, *(at + 1)};
+}
+
+Candidates candidates(const TracedFlow& f, const std::set<HopLink>& clean) {
+  Candidates c;
+  if (auto n = narrowed_link(f); n && !clean.contains(*n)) {
+    c.links.insert(*n);
+    c.narrowed = true;
+    return c;
+  }
+  // A stop on a link clean flows use says nothing (ICMP rate limits, a 5-tuple the drop spares):
+  // the whole path stays in question.
+  for (auto& l : path_links(f.path))
+    if (!clean.contains(l)) c.links.insert(l);
+  return c;
+}
+
+void cover_group(const std::string& group, const std::vector<const TracedFlow*>& flows, const SuspectSettings& s,
+                 std::vector<SuspectLink>& out) {
+  std::set<HopLink> clean;
+  std::map<HopLink, std::size_t> clean_count;
+  for (auto* f : flows)
+    if (!f->lossy)
+      for (auto& l : path_links(f->path)) {
+        clean.insert(l);
+        ++clean_count[l];
+      }
+  std::vector<Candidates> lossy;
+  for (auto* f : flows)
+    if (f->lossy)
+      if (auto c = candidates(*f, clean); !c.links.empty()) lossy.push_back(std::move(c));
+
+  std::vector<bool> explained(lossy.size(), false);
+  std::size_t chosen = 0;
+  while (chosen < s.max_suspects_per_group) {
+    std::map<HopLink, std::size_t> votes;
+    for (std::size_t i = 0; i < lossy.size(); ++i)
+      if (!explained[i])
+        for (auto& l : lossy[i].links) ++votes[l];
+    if (votes.empty()) break;
+    std::size_t best = 0;
+    for (auto& [l, n] : votes) best = std::max(best, n);
+    for (auto& [l, n] : votes) {
+      if (n != best || chosen == s.max_suspects_per_group) continue;
+      SuspectLink sl{group, l, 0, clean_count[l], false};
+      for (std::size_t i = 0; i < lossy.size(); ++i)
+        if (lossy[i].links.contains(l)) {
+          ++sl.lossy_flows;
+          sl.narrowed = sl.narrowed || lossy[i].narrowed;
+          explained[i] = true;
+        }
+      out.push_back(std::move(sl));
+      ++chosen;
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<HopLink> path_links(const std::vector<std::string>& path) {
+  std::vector<HopLink> links;
+  for (std::size_t i = 0; i + 1 < path.size(); ++i) {
+    const auto& a = path[i];
+    const auto& b = path[i + 1];
+    if (!answered(a) || !answered(b) || a == b) continue;
+    HopLink l{a, b};
+    if (std::find(links.begin(), links.end(), l) == links.end()) links.push_back(std::move(l));
+  }
+  return links;
+}
+
+std::vector<SuspectLink> suspect_links(const std::vector<TracedFlow>& flows, const SuspectSettings& s) {
+  std::map<std::string, std::vector<const TracedFlow*>> groups;
+  for (auto& f : flows) groups[f.group].push_back(&f);
+  std::vector<SuspectLink> out;
+  for (auto& [group, members] : groups) {
+    auto first = out.size();
+    cover_group(group, members, s, out);
+    std::sort(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(), [](auto& a, auto& b) {
+      if (a.lossy_flows != b.lossy_flows) return a.lossy_flows > b.lossy_flows;
+      return a.link < b.link;
+    });
+  }
+  return out;
+}
+
+}  // namespace rdma::model
