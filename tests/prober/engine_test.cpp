@@ -871,7 +871,7 @@ TEST_CASE("with a wake grid, probes due within one step share a wake-up and are 
   CHECK(wakeups.size() < probes / 2);
 }
 
-TEST_CASE("flows: each flow has its own flow label, spread over the source ports; reconnects keep it, rotation moves it") {
+TEST_CASE("flows: each flow has its own flow label spread over the source ports which reconnects keep and rotation moves") {
   FakeTransport t;
   auto c = no_jitter();
   c.flows = 4;
