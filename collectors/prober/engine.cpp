@@ -18,7 +18,8 @@ void Histogram::observe(const std::vector<double>& bounds, double v) {
 
 Engine::Engine(EngineConfig cfg, Transport& transport, std::vector<LocalPort> locals)
     : cfg_(std::move(cfg)), transport_(transport), locals_(std::move(locals)),
-      rng_(cfg_.seed ? cfg_.seed : std::random_device{}()) {
+      rng_(cfg_.seed ? cfg_.seed : std::random_device{}()),
+      flow_salt_(cfg_.seed ? cfg_.seed : (std::uint64_t{std::random_device{}()} << 32 | std::random_device{}())) {
   if (cfg_.buckets.empty()) cfg_.buckets.assign(kDefaultBuckets.begin(), kDefaultBuckets.end());
   if (cfg_.sample_size == 0) cfg_.sample_size = 1;
   if (cfg_.max_in_flight == 0) cfg_.max_in_flight = 1;
@@ -340,7 +341,7 @@ void Engine::close_window(TimePoint now) {
 std::uint32_t Engine::link_flow_label(const Link& l) const {
   const auto key = l.peer.name + "/" + l.local.device + "/" + std::to_string(l.local.port) + "/" + l.target.device + "/" +
                    std::to_string(l.target.port);
-  return choose_flow_label(link_seed(key), l.flow, cfg_.flows, l.rotations);
+  return choose_flow_label(link_seed(key) ^ flow_salt_, l.flow, cfg_.flows, l.rotations);
 }
 
 // One flow index per turn: each link re-creates that flow's QP (a new QP number, hence a new UDP

@@ -339,6 +339,9 @@ class Engine {
   std::uint64_t due_seq_ = 0;
   std::vector<std::uint64_t> batch_;  // tick()'s scratch, kept to reuse its capacity
   std::mt19937_64 rng_;
+  // Mixed into every link's flow label start (the seed, else random): a restarted prober probes
+  // other source ports of the same slots, as a new QP used to.
+  std::uint64_t flow_salt_ = 0;
 };
 
 // Default RTT histogram bounds in seconds, 1, 2, 5 steps from 1 µs to 100 ms: the default of the
