@@ -1,5 +1,7 @@
 #include "collectors/prober/engine.h"
 
+#include "collectors/prober/trace_packet.h"
+
 #include <algorithm>
 #include <functional>
 #include <set>
@@ -16,7 +18,8 @@ void Histogram::observe(const std::vector<double>& bounds, double v) {
 
 Engine::Engine(EngineConfig cfg, Transport& transport, std::vector<LocalPort> locals)
     : cfg_(std::move(cfg)), transport_(transport), locals_(std::move(locals)),
-      rng_(cfg_.seed ? cfg_.seed : std::random_device{}()) {
+      rng_(cfg_.seed ? cfg_.seed : std::random_device{}()),
+      flow_salt_(cfg_.seed ? cfg_.seed : (std::uint64_t{std::random_device{}()} << 32 | std::random_device{}())) {
   if (cfg_.buckets.empty()) cfg_.buckets.assign(kDefaultBuckets.begin(), kDefaultBuckets.end());
   if (cfg_.sample_size == 0) cfg_.sample_size = 1;
   if (cfg_.max_in_flight == 0) cfg_.max_in_flight = 1;
@@ -112,6 +115,7 @@ void Engine::rebuild_links() {
     l.target = *spec_of[key].second;
     l.local = std::get<1>(key);
     l.flow = std::get<4>(key);
+    l.flow_label = link_flow_label(l);
     l.stats_key = stats_key(l.peer, l.local);
     l.stats = &stats_[l.stats_key];
     requeue(links_.emplace(l.id, std::move(l)).first->second);
@@ -334,6 +338,12 @@ void Engine::close_window(TimePoint now) {
   window_start_ = now;
 }
 
+std::uint32_t Engine::link_flow_label(const Link& l) const {
+  const auto key = l.peer.name + "/" + l.local.device + "/" + std::to_string(l.local.port) + "/" + l.target.device + "/" +
+                   std::to_string(l.target.port);
+  return choose_flow_label(link_seed(key) ^ flow_salt_, l.flow, cfg_.flows, l.rotations);
+}
+
 // One flow index per turn: each link re-creates that flow's QP (a new QP number, hence a new UDP
 // source port); the link's other flows keep probing meanwhile. With one flow nothing rotates.
 void Engine::rotate_flows(TimePoint now) {
@@ -344,6 +354,8 @@ void Engine::rotate_flows(TimePoint now) {
     if (l.flow == turn && l.state == State::kUp) {
       transport_.close(l.id);
       l.in_flight.clear();  // posted on the old QP: neither lost nor completed
+      ++l.rotations;
+      l.flow_label = link_flow_label(l);  // the next 5-tuple of this flow's slot
       l.state = State::kIdle;
       requeue(l);
     }
@@ -428,7 +440,7 @@ void Engine::tick_link(Link& l, TimePoint now) {
       l.state = State::kConnecting;
       l.connect_started = now;
       l.attempt_started = !transport_.reports_connect_start();
-      transport_.connect({l.id, l.peer, l.local, l.flow, l.target});
+      transport_.connect({l.id, l.peer, l.local, l.flow, l.target, l.flow_label});
       break;
     case State::kConnecting:
       if (now < connect_deadline(l)) break;

@@ -77,6 +77,9 @@ struct ConnectRequest {
   LocalPort local;
   unsigned flow = 0;  // which of the link's flows (its own QP, so its own UDP source port)
   PeerPort target;    // the pair this link probes (target.local == local)
+  // The GRH flow label to set (RoCE v2: the UDP source port is derived from it, trace_packet.h);
+  // 0: the kernel derives one from the QP numbers.
+  std::uint32_t flow_label = 0;
 };
 
 struct TransportEvent {
@@ -235,6 +238,11 @@ class Engine {
     LocalPort local;
     PeerPort target;
     unsigned flow = 0;
+    // Flow label: chosen from the link's key, its flow index and how often this flow was
+    // re-created by rotation (choose_flow_label); reconnects after a failure keep it, so a lossy
+    // flow keeps its 5-tuple (and its path) while it is traced again.
+    std::uint64_t rotations = 0;
+    std::uint32_t flow_label = 0;
     State state = State::kIdle;
     TimePoint connect_started{}, retry_at{}, next_probe{};
     bool attempt_started = false;  // kConnecting: the transport began the handshake (connect_started is its start)
@@ -286,6 +294,7 @@ class Engine {
   void park(Link& l);
   void close_window(TimePoint now);
   void rotate_flows(TimePoint now);
+  std::uint32_t link_flow_label(const Link& l) const;
   void handle_link(Link& l, const TransportEvent& e);
   void handle_paired(const TransportEvent& e);
   void ask_pairings(TimePoint now);
@@ -330,6 +339,9 @@ class Engine {
   std::uint64_t due_seq_ = 0;
   std::vector<std::uint64_t> batch_;  // tick()'s scratch, kept to reuse its capacity
   std::mt19937_64 rng_;
+  // Mixed into every link's flow label start (the seed, else random): a restarted prober probes
+  // other source ports of the same slots, as a new QP used to.
+  std::uint64_t flow_salt_ = 0;
 };
 
 // Default RTT histogram bounds in seconds, 1, 2, 5 steps from 1 µs to 100 ms: the default of the

@@ -562,7 +562,9 @@ bool VerbsTransport::do_connect(const ConnectRequest& r, std::uint64_t attempt) 
     return fail("rejected_" + std::string(reject_label(rej->reason)), rej->reason == RejectReason::kSelf);
   auto* acc = std::get_if<Accept>(&*reply.message);
   if (!acc) return fail("handshake_bad_type");
-  if (auto err = connect_qp(conn->qp, *port, sgid, h.endpoint.psn, acc->endpoint, opts_.traffic_class); !err.empty()) return fail(err);
+  if (auto err = connect_qp(conn->qp, *port, sgid, h.endpoint.psn, acc->endpoint, opts_.traffic_class, r.flow_label);
+      !err.empty())
+    return fail(err);
   conn->remote = acc->endpoint;
   set_keepalive(s.fd, opts_.served_keepalive);  // a responder gone without a FIN: the socket errors out, not hangs
   conn->fd = std::move(s);

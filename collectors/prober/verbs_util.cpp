@@ -158,7 +158,7 @@ ibv_qp* create_qp(ibv_pd* pd, ibv_cq* cq, std::uint32_t max_send_wr) {
 }
 
 std::string connect_qp(ibv_qp* qp, const VerbsPort& port, int sgid, std::uint32_t my_psn,
-                       const Endpoint& remote, TrafficClass tc) {
+                       const Endpoint& remote, TrafficClass tc, std::uint32_t flow_label) {
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
   a.port_num = static_cast<std::uint8_t>(port.num);
@@ -180,6 +180,7 @@ std::string connect_qp(ibv_qp* qp, const VerbsPort& port, int sgid, std::uint32_
     a.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(sgid);
     a.ah_attr.grh.hop_limit = 64;
     a.ah_attr.grh.traffic_class = tc.traffic_class;
+    a.ah_attr.grh.flow_label = flow_label & 0xFFFFF;
   }
   if (ibv_modify_qp(qp, &a,
                     IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |

@@ -94,10 +94,12 @@ struct TrafficClass {
   bool operator==(const TrafficClass&) const = default;
 };
 // INIT -> RTR -> RTS towards `remote`. Returns an error label (qp_init, qp_rtr, qp_rts) or "".
-// The GRH flow label stays 0: the kernel then derives the RoCE v2 UDP source port (and, mlx5,
-// the flow label) from the QP numbers, so every QP is its own 5-tuple (docs/prober.md, Flows).
+// `flow_label` goes into the GRH: RoCE v2 takes the UDP source port from it (rxe, mlx5:
+// flow_label_to_udp_sport, trace_packet.h), so the prober knows each flow's 5-tuple. 0 (the
+// responder's QPs): the kernel derives it from the QP numbers (calc_flow_label, symmetric), which
+// both ends can compute too (docs/prober.md, Flows).
 std::string connect_qp(ibv_qp* qp, const VerbsPort& port, int sgid, std::uint32_t my_psn, const Endpoint& remote,
-                       TrafficClass tc = {});
+                       TrafficClass tc = {}, std::uint32_t flow_label = 0);
 // GID to use on a port: the configured index, else (RoCE) the RoCE v2 GID of the wanted family,
 // or the one equal to `want` when given. -1 = none.
 int choose_gid(ibv_context* ctx, const VerbsPort& port, int configured, bool v4, const std::optional<Gid>& want, Gid& out);

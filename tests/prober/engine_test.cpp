@@ -1,10 +1,12 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <tuple>
 
 #include "collectors/prober/engine.h"
+#include "collectors/prober/trace_packet.h"
 
 using namespace rdma::collectors::prober;
 using namespace std::chrono_literals;
@@ -867,4 +869,51 @@ TEST_CASE("with a wake grid, probes due within one step share a wake-up and are 
   CHECK(probes >= 200 * 18);
   CHECK(wakeups.size() <= 20s / 10ms + 1);  // ~4,000 probes in at most 2,001 wake-ups
   CHECK(wakeups.size() < probes / 2);
+}
+
+TEST_CASE("flows: each flow has its own flow label spread over the source ports which reconnects keep and rotation moves") {
+  FakeTransport t;
+  auto c = no_jitter();
+  c.flows = 4;
+  c.flow_rotation = 20s;
+  Engine e(c, t, {kPort});
+  e.set_peers({peer("b")}, T0);
+  t.now = T0;
+  tick(e, t, T0);
+  REQUIRE(t.connects.size() == 4);
+  std::map<unsigned, std::uint32_t> label;  // flow -> label
+  for (const auto& r : t.connects) {
+    CHECK(r.flow_label != 0);
+    CHECK((flow_label_to_udp_sport(r.flow_label) - 0xC000u) / 0x1000 == r.flow);  // flow f in quarter f
+    label[r.flow] = r.flow_label;
+  }
+  CHECK(label.size() == 4);
+  // Flow 2 fails to connect: its reconnect asks for the same label (same 5-tuple, same path).
+  for (const auto& r : t.connects) {
+    TransportEvent ev = connected(r.link, T0);
+    if (r.flow == 2) ev.kind = TransportEvent::Kind::kConnectFailed, ev.reason = "connect";
+    e.handle(ev);
+  }
+  for (TimePoint now = T0; now < T0 + 21s; now += 100ms) {
+    t.now = now;
+    tick(e, t, now);
+    for (std::size_t i = 4; i < t.connects.size(); ++i) e.handle(connected(t.connects[i].link, now));
+    for (const auto& [link, probe] : t.posts) e.handle(completion(link, probe, now + 10us));
+    t.posts.clear();
+  }
+  bool reconnected = false, rotated = false;
+  for (std::size_t i = 4; i < t.connects.size(); ++i) {
+    const auto& r = t.connects[i];
+    if (r.flow == 2) {
+      reconnected = true;
+      CHECK(r.flow_label == label[2]);
+    }
+    if (r.flow == 0) {
+      rotated = true;
+      CHECK(r.flow_label != label[0]);
+      CHECK((flow_label_to_udp_sport(r.flow_label) - 0xC000u) / 0x1000 == 0u);  // still its own quarter
+    }
+  }
+  CHECK(reconnected);
+  CHECK(rotated);
 }
