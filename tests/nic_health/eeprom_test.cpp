@@ -18,8 +18,10 @@
 #include <random>
 #include <sstream>
 
+#include "collectors/nic_health/nic_health_metrics.h"
 #include "sources/ethtool/module_eeprom.h"
 #include "sources/netlink/genetlink.h"
+#include "tests/lib/samples.h"
 
 using namespace rdma;
 using ethtool::ModuleMemory;
@@ -454,6 +456,31 @@ TEST_CASE("CMIS banks: a 16-lane OSFP has lanes 9-16 in bank 1's page 11h, read 
   CHECK(ethtool::bank_plan(load_pages("osfp_dac_flat")).empty());
   CHECK(ethtool::bank_plan(load_pages("qsfp28_sr4_rx_los")).empty());
   CHECK(ethtool::bank_plan(load_pages("qsfpdd_dr4_hot")).empty());
+}
+
+TEST_CASE("transceiver series of an SFP and a 16-lane module: the cardinality docs/metrics.md states", "[unit]") {
+  const exporter::Labels base{{"device", "mlx5_0"}, {"port", "1"}, {"netdev", "enp1s0f0np0"}};
+  auto series = [&](const char* pages) {
+    auto r = ethtool::decode_module(load_pages(pages));
+    REQUIRE(r.ok());
+    exporter::MetricSink out;
+    collectors::nic_health::emit_transceiver(base, r.value, out);
+    std::size_t n = 0;
+    for (const char* f : {"rdma_transceiver_info", "rdma_transceiver_temperature_celsius",
+                          "rdma_transceiver_supply_voltage_volts", "rdma_transceiver_tx_bias_amperes",
+                          "rdma_transceiver_tx_power_watts", "rdma_transceiver_rx_power_watts",
+                          "rdma_transceiver_temperature_threshold_celsius", "rdma_transceiver_supply_voltage_threshold_volts",
+                          "rdma_transceiver_tx_bias_threshold_amperes", "rdma_transceiver_tx_power_threshold_watts",
+                          "rdma_transceiver_rx_power_threshold_watts", "rdma_transceiver_module_alarm",
+                          "rdma_transceiver_lane_alarm", "rdma_transceiver_lane_fault", "rdma_transceiver_flags"})
+      n += testing::count(out, f);
+    return n + 1;  // rdma_transceiver_present, written by the collector
+  };
+  // 28 with diagnostics + the set flags: Rx LOS, Rx power low alarm and low warning.
+  CHECK(series("sfp28_sr_rx_los") == 28 + 3);
+  CHECK(series("sfpp_lr_extcal") == 28);
+  // 16 lanes: 25 + 3 x 16 = 73, + lane 11's Rx LOS and Rx power low alarm.
+  CHECK(series("osfp_16_lanes_rx_los") == 73 + 2);
 }
 
 namespace {
