@@ -206,7 +206,7 @@ def main():
     per_ours = statistics.median(ours) / our_series
     per_theirs = statistics.median(theirs) / their_series
     if vs:
-        row("versus (%s)" % os.path.basename(os.path.dirname(os.path.abspath(a.versus))), vs, count_series(vs_body))
+        row("versus " + a.versus[-20:], vs, count_series(vs_body))
         print(f"scrape latency ratio exporter/versus (medians): {statistics.median(ours)/statistics.median(vs):.3f}; "
               f"series {our_series} vs {count_series(vs_body)}")
     print(f"scrape latency ratio rdma_exporter/node_exporter (medians): "
