@@ -21,6 +21,9 @@ scraped over one keep-alive connection, as Prometheus does.
 --versus OTHER_BINARY adds another rdma_exporter build (e.g. an older commit's) with the same base
 flags (not --extra-flag), scraped in the same cycles in alternating order with the first, and
 prints both medians and their ratio: the scrape cost a change adds, side by side in one run.
+The --exporter position measured about 0.84 x the --versus one for the same binary on a loaded
+2-core host (bench-3 control, cause not found): run both orientations and take the geometric mean
+of ratio(A vs B) and 1/ratio(B vs A), which cancels it.
 """
 import argparse
 import http.client
@@ -175,15 +178,27 @@ def main():
                         # One cycle: node_exporter's scrape last; the exporter's collection and one
                         # floor pass before it, in alternating order, so that each follows
                         # node_exporter's scrape half of the time and the other's pass the rest.
-                        # With --versus, its scrape is beside ours, first in every other cycle.
-                        if i % 2:
+                        # With --versus, its scrape is beside ours in an order that rotates over
+                        # four cycles, so that each of the two follows node_exporter's scrape, the
+                        # floor pass (which leaves the caches cold) and the other equally often.
+                        # Without it, cycles alternate (ours, floor) and (floor, ours) as before.
+                        k = i % 4
+                        if k == 0:
                             body = scrape_ours()
                             scrape_versus()
+                            floor_pass()
+                        elif k == 1:
+                            floor_pass()
+                            scrape_versus()
+                            body = scrape_ours()
+                        elif k == 2:
+                            scrape_versus()
+                            body = scrape_ours()
                             floor_pass()
                         else:
                             floor_pass()
-                            scrape_versus()
                             body = scrape_ours()
+                            scrape_versus()
                         dt, nbody = theirs_c.scrape()
                         theirs.append(dt)
                     cycle_floor.stdin.close()
