@@ -350,9 +350,11 @@ def physical_layer_panels():
             target('rate(rdma_port_not_active_seconds_total{%s}[%s])' % (PORT, RI), "{{device}}/{{port}}")],
             unit="percentunit", desc="Fraction of the interval the port was not ACTIVE."),
         ts("Pre-FEC / post-FEC BER", [
-            target(ber("pre", PORT, RI), "{{device}}/{{port}} {{netdev}} pre-FEC"),
-            target(ber("post", PORT, RI), "{{device}}/{{port}} {{netdev}} post-FEC")],
-            unit="sci", desc="Bit error rate over the port's data rate. PAM4 links always show pre-FEC errors."),
+            target("%s{%s}" % (PRE_FEC_BER, PORT), "{{device}}/{{port}} {{netdev}} pre-FEC"),
+            target("%s{%s}" % (POST_FEC_BER, PORT), "{{device}}/{{port}} {{netdev}} post-FEC")],
+            unit="sci", desc="Bit error rate over the port's data rate, over 5 minutes (recording rules "
+                             "rdma:link_pre_fec_ber:rate5m, rdma:link_post_fec_ber:rate5m). PAM4 links always show "
+                             "pre-FEC errors."),
         ts("FEC corrected bits per lane", [
             target('rate(rdma_netdev_fec_lane_corrected_bits_total{%s}[%s]) or rate(rdma_netdev_phy_lane_corrected_bits_total{%s}[%s])'
                    % (NETDEV, RI, NETDEV, RI), "{{device}}/{{port}} {{netdev}} lane {{lane}}")],
@@ -989,8 +991,8 @@ def ber(kind, sel, window="5m"):
     """BER over the port's data rate (the line rate of 64b/66b or RS(544,514) is a few % higher:
     a slight overestimate). Pre-FEC: the bits the FEC corrected (ethtool netlink, else the driver's
     PHY counter). Post-FEC: what the FEC left (mlx5/bnxt_en PCS symbol errors, else uncorrectable
-    codewords, each at least one bit). Written into the alerts and panels: the rule tooling here
-    (docs check, live dashboard test) knows alerts only, no recording rules yet."""
+    codewords, each at least one bit). Recorded once as rdma:link_{pre,post}_fec_ber:rate5m
+    (physical_recordings()); the alerts and the "Physical layer" panels read the records."""
     if kind == "pre":
         num = "(rate(rdma_netdev_fec_corrected_bits_total{%s}[%s]) or rate(rdma_netdev_phy_corrected_bits_total{%s}[%s]))" % (
             sel, window, sel, window)
@@ -998,6 +1000,34 @@ def ber(kind, sel, window="5m"):
         num = ('(sum without(where) (rate(rdma_netdev_phy_symbol_errors_total{%s, where="pcs"}[%s])) '
                "or rate(rdma_netdev_fec_uncorrectable_blocks_total{%s}[%s]))" % (sel, window, sel, window))
     return "(%s / %s)" % (num, BITRATE % sel)
+
+
+# node-mixin naming, level:metric:operation: the BER of a link over 5 minutes.
+PRE_FEC_BER = "rdma:link_pre_fec_ber:rate5m"
+POST_FEC_BER = "rdma:link_post_fec_ber:rate5m"
+
+
+def physical_recordings():
+    """The pre-/post-FEC BER of every port with FEC counters, as recording rules (same shape as
+    recordings()). Test case: 100 Gb/s (12.5e9 bytes/s); 120e6 corrected bits/min = 2e-5 pre-FEC,
+    600 uncorrectable blocks/min = 1e-10 post-FEC, and a port with PCS symbol errors (mlx5 *_phy)
+    that win over its FEC blocks."""
+    labels = {"job": "rdma-exporter", "instance": "node1", "device": "mlx5_0", "port": "1", "netdev": "eth0"}
+    p2 = 'job="rdma-exporter", instance="node1", device="mlx5_1", port="1"'
+    labels2 = dict(labels, device="mlx5_1", netdev="eth1")
+    rate = [("rdma_port_rate_bytes_per_second{%s}" % P, "12500000000x10"),
+            ("rdma_port_rate_bytes_per_second{%s}" % p2, "12500000000x10")]
+    return [("rdma-physical-ber", [
+        (PRE_FEC_BER, ber("pre", C["selector"]),
+         [("rdma_netdev_fec_corrected_bits_total{%s}" % N, "0+120000000x10"),
+          ('rdma_netdev_phy_corrected_bits_total{%s, netdev="eth1"}' % p2, "0+1200000x10")] + rate,
+         [(labels, 2e-05), (labels2, 2e-07)]),
+        (POST_FEC_BER, ber("post", C["selector"]),
+         [("rdma_netdev_fec_uncorrectable_blocks_total{%s}" % N, "0+600x10"),
+          ('rdma_netdev_fec_uncorrectable_blocks_total{%s, netdev="eth1"}' % p2, "0+600x10"),
+          ('rdma_netdev_phy_symbol_errors_total{%s, netdev="eth1", where="pcs"}' % p2, "0+6000x10")] + rate,
+         [(labels, 1e-10), (labels2, 1e-09)]),
+    ])]
 
 
 def physical_alerts():
@@ -1020,14 +1050,14 @@ def physical_alerts():
               [('rdma_port_async_events_total{%s, event="port_err"}' % P, "0x60 1x120 2x120 3x100")],
               [('rdma_port_async_events_total{%s, event="port_err"}' % P, "0x60 1x120 2x220")],
               {"instance": "node1", "device": "mlx5_0", "port": "1"}, eval_at="6h"),
-        alert("RdmaLinkPreFecBerHigh", "%s > %s" % (ber("pre", C["selector"]), C["pre_fec_ber"]), "1h", "warning",
+        alert("RdmaLinkPreFecBerHigh", "%s{%s} > %s" % (PRE_FEC_BER, C["selector"], C["pre_fec_ber"]), "1h", "warning",
               "Pre-FEC bit error rate of {{ $labels.netdev }} on {{ $labels.instance }} is high",
               "For an hour the FEC of {{ $labels.device }}/{{ $labels.port }} corrected more than %s of the bits "
               "received: the margin before uncorrectable errors is shrinking (cable, module, dirty connector)." % C["pre_fec_ber"],
               [("rdma_netdev_fec_corrected_bits_total{%s}" % N, "0+120000000x100"), (rate, "12500000000x100")],
               [("rdma_netdev_fec_corrected_bits_total{%s}" % N, "0+60000x100"), (rate, "12500000000x100")],
               {"instance": "node1", "device": "mlx5_0", "port": "1", "netdev": "eth0"}, eval_at="90m"),
-        alert("RdmaLinkFecUncorrectable", "%s > 0" % ber("post", C["selector"]), "15m", "critical",
+        alert("RdmaLinkFecUncorrectable", "%s{%s} > 0" % (POST_FEC_BER, C["selector"]), "15m", "critical",
               "Uncorrectable FEC errors on {{ $labels.netdev }} on {{ $labels.instance }}",
               "For 15 minutes the FEC of {{ $labels.device }}/{{ $labels.port }} has left errors uncorrected: frames are "
               "lost on the link (RDMA retransmits, jobs slow down).",
@@ -1301,7 +1331,7 @@ def build_rules(documented, undocumented):
                 tests.append(case)
         if rules:
             groups.append({"name": gname, "rules": rules})
-    for gname, recs in recordings():
+    for gname, recs in recordings() + physical_recordings():
         rules = []
         for record, expr, series, samples in recs:
             missing = sorted(m for m in promql_util.metrics_in(expr) if m not in documented)
@@ -1335,9 +1365,14 @@ def yaml_dump(obj):
     return yaml.dump(obj, Dumper=D, sort_keys=False, width=110, allow_unicode=True)
 
 
+def recorded_names():
+    return {rec[0] for _, recs in recordings() + physical_recordings() for rec in recs}
+
+
 def render(metrics_doc, with_tests=True):
     """{path: text} of every output, and the metrics used that metrics_doc does not document."""
-    documented = promql_util.documented_metrics(metrics_doc)
+    # The recorded series are documented by their rules (the rules' inputs are checked below).
+    documented = promql_util.documented_metrics(metrics_doc) | recorded_names()
     undocumented = []
     files = {}
     for fn in (dash_overview, dash_port, dash_roce, dash_pma, dash_prober):

@@ -54,6 +54,32 @@ def metrics_in(expr):
     return names
 
 
+def recorded_exprs(path):
+    """{record: expr} of the recording rules of a rules file."""
+    import yaml
+    with open(path, encoding="utf-8") as f:
+        doc = yaml.safe_load(f)
+    if doc.get("kind") == "PrometheusRule":
+        doc = doc["spec"]
+    return {r["record"]: r["expr"] for g in doc["groups"] for r in g["rules"] if "record" in r}
+
+
+def exported_metrics_in(expr, records):
+    """metrics_in(expr) with each recorded series replaced by the metrics its rule reads (a panel
+    or alert on a record needs what the record is computed from)."""
+    out, todo, seen = set(), list(metrics_in(expr)), set()
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        if m in records:
+            todo.extend(metrics_in(records[m]))
+        else:
+            out.add(m)
+    return out
+
+
 def base_family(name, documented):
     """Maps a selected name to its documented family: histogram/summary suffixes."""
     if name in documented:

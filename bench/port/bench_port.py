@@ -17,6 +17,13 @@ Interleaves the two exporters scrape by scrape so that machine noise hits both a
 scraped over one keep-alive connection, as Prometheus does.
 
   bench/port/bench_port.py --exporter build/rdma_exporter --raw-floor build/bench/bench_raw_floor
+
+--versus OTHER_BINARY adds another rdma_exporter build (e.g. an older commit's) with the same base
+flags (not --extra-flag), scraped in the same cycles in alternating order with the first, and
+prints both medians and their ratio: the scrape cost a change adds, side by side in one run.
+The --exporter position measured about 0.84 x the --versus one for the same binary on a loaded
+2-core host (bench-3 control, cause not found): run both orientations and take the geometric mean
+of ratio(A vs B) and 1/ratio(B vs A), which cancels it.
 """
 import argparse
 import http.client
@@ -88,6 +95,8 @@ def main():
     # More rdma_exporter flags (another collector beside port: --extra-flag=--collector.nic_health),
     # to measure what it adds to the same scrape; their collection time is printed apart.
     ap.add_argument("--extra-flag", action="append", default=[])
+    ap.add_argument("--versus", help="another rdma_exporter binary to scrape beside --exporter (same base flags)")
+    ap.add_argument("--versus-flag", action="append", default=[], help="more flags for the --versus binary")
     a = ap.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -113,6 +122,20 @@ def main():
                     except OSError:
                         time.sleep(0.1)
                 ours, theirs, collect, collect_port, floors, pread_floors = [], [], [], [], [], []
+                vs, vs_ex, vs_c, vs_body = [], None, None, ""
+                if a.versus:
+                    vs_ex = Exporter(a.versus, f"--path.sysfs={root}", "--collector.disable-defaults", "--collector.port",
+                                     *a.versus_flag)
+                    vs_ex.__enter__()
+                    vs_c = Client(vs_ex.url + "/metrics")
+                    for _ in range(10):
+                        vs_c.scrape()
+
+                def scrape_versus():
+                    nonlocal vs_body
+                    if vs_c:
+                        dt, vs_body = vs_c.scrape()
+                        vs.append(dt)
                 cycle_floors = []
                 extra_collect = {}  # --extra-flag collectors' own collection times
                 ours_c, theirs_c = Client(ex.url + "/metrics"), Client(ne_url)
@@ -155,17 +178,34 @@ def main():
                         # One cycle: node_exporter's scrape last; the exporter's collection and one
                         # floor pass before it, in alternating order, so that each follows
                         # node_exporter's scrape half of the time and the other's pass the rest.
-                        if i % 2:
+                        # With --versus, its scrape is beside ours in an order that rotates over
+                        # four cycles, so that each of the two follows node_exporter's scrape, the
+                        # floor pass (which leaves the caches cold) and the other equally often.
+                        # Without it, cycles alternate (ours, floor) and (floor, ours) as before.
+                        k = i % 4
+                        if k == 0:
+                            body = scrape_ours()
+                            scrape_versus()
+                            floor_pass()
+                        elif k == 1:
+                            floor_pass()
+                            scrape_versus()
+                            body = scrape_ours()
+                        elif k == 2:
+                            scrape_versus()
                             body = scrape_ours()
                             floor_pass()
                         else:
                             floor_pass()
                             body = scrape_ours()
+                            scrape_versus()
                         dt, nbody = theirs_c.scrape()
                         theirs.append(dt)
                     cycle_floor.stdin.close()
                 our_series, their_series = count_series(body), count_series(nbody)
                 mem, ne_mem = memory_kib(ex.proc.pid), memory_kib(ne.pid)
+                if vs_ex:
+                    vs_ex.__exit__(None, None, None)
         finally:
             ne.terminate()
             ne.wait()
@@ -180,6 +220,10 @@ def main():
     row("node_exporter (infiniband)", theirs, their_series)
     per_ours = statistics.median(ours) / our_series
     per_theirs = statistics.median(theirs) / their_series
+    if vs:
+        row("versus " + a.versus[-20:], vs, count_series(vs_body))
+        print(f"scrape latency ratio exporter/versus (medians): {statistics.median(ours)/statistics.median(vs):.3f}; "
+              f"series {our_series} vs {count_series(vs_body)}")
     print(f"scrape latency ratio rdma_exporter/node_exporter (medians): "
           f"{statistics.median(ours)/statistics.median(theirs):.3f}  (goal <= 0.25)")
     print(f"per-series latency ratio rdma_exporter/node_exporter (medians): {per_ours/per_theirs:.3f}")

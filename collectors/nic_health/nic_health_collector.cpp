@@ -159,7 +159,7 @@ class NicHealthCollector final : public exporter::Collector {
     st.cached = mem.value;
     auto info = ethtool::decode_module(mem.value);
     if (info.ok() || info.error == ReadError::kNotSupported) {
-      // A module of a spec not decoded here (SFP, SFF-8472) still has its identifier.
+      // A module of a spec not decoded here (not SFF-8636, CMIS or SFF-8472) still has its identifier.
       emit_transceiver(base, info.value, out);
       return;
     }

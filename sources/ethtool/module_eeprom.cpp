@@ -1,6 +1,9 @@
 #include "sources/ethtool/module_eeprom.h"
 
 #include <fmt/format.h>
+
+#include <bit>
+#include <cmath>
 #include <libmnl/libmnl.h>
 #include <linux/ethtool_netlink.h>
 #include <linux/genetlink.h>
@@ -73,6 +76,7 @@ class Page {
 };
 
 Page lower_page(const ModuleMemory& m) { return Page(&m.lower, 0); }
+Page diagnostics_page(const ModuleMemory& m) { return Page(&m.diagnostics, 0); }
 Page upper_page(const ModuleMemory& m, std::uint8_t bank, std::uint8_t page) {
   auto it = m.upper.find({bank, page});
   return it == m.upper.end() ? Page() : Page(&it->second, 128);
@@ -150,7 +154,7 @@ void decode(const ModuleMemory& m, ModuleInfo& out) {
 }
 }  // namespace sff8636
 
-// ---- CMIS 4.0/5.x (QSFP-DD, OSFP, QSFP+ CMIS): up to 8 lanes per bank; bank 0 is read ----
+// ---- CMIS 4.0/5.x (QSFP-DD, OSFP, QSFP+ CMIS): 8 lanes per bank, banks 0-3 ----
 namespace cmis {
 constexpr unsigned kMemoryModel = 0x02, kFlatBit = 7;
 constexpr unsigned kModuleFlags = 0x09;  // bits 7-4 Vcc low/high warn/alarm, 3-0 temperature
@@ -158,6 +162,7 @@ constexpr unsigned kTemp = 0x0E, kVcc = 0x10;
 constexpr unsigned kFirstApplication = 0x56;  // its byte 2 (0x58): host lanes 7-4, media lanes 3-0
 constexpr unsigned kVendorName = 0x81, kPartNumber = 0x94, kRevision = 0xA4, kSerial = 0xA6;
 // Page 01h advertisements.
+constexpr unsigned kPagesAdvertised = 0x8E;  // bits 1-0: banks 0 only, 0-1, 0-3 (CMIS 5.0 Table 8-40)
 constexpr unsigned kModuleMonitors = 0x9F;  // bit 0 temperature, bit 1 supply voltage
 constexpr unsigned kLaneMonitors = 0xA0;    // bit 0 Tx bias, 1 Tx power, 2 Rx power; 4-3 bias multiplier
 // Page 02h thresholds.
@@ -168,6 +173,17 @@ constexpr unsigned kTxPowerFlags = 0x8B, kTxBiasFlags = 0x8F, kRxLos = 0x93, kRx
 constexpr unsigned kTxPower = 0x9A, kTxBias = 0xAA, kRxPower = 0xBA;
 constexpr unsigned kLanesPerBank = 8;
 
+// Banks the module has, from page 01h byte 142 (ethtool cmis.c cmis_num_banks_get()): 1, 2 or 4;
+// the reserved code 11b reads as bank 0 only.
+unsigned banks(const Page& p1) {
+  if (!p1.present()) return 1;
+  switch (p1.u8(kPagesAdvertised).value_or(0) & 0x03) {
+    case 0x01: return 2;
+    case 0x02: return 4;
+    default: return 1;
+  }
+}
+
 // CMIS keeps its module flags low-first: bit 0 high alarm, 1 low alarm, 2 high warning, 3 low
 // warning (CMIS 5.0 Table 8-9), for temperature in bits 3-0 and for Vcc in bits 7-4.
 AlarmFlags module_flags(const Page& lo, unsigned shift) {
@@ -177,6 +193,29 @@ AlarmFlags module_flags(const Page& lo, unsigned shift) {
 // One flag byte per kind and per alarm, one bit per lane (bit 0 = lane 1).
 AlarmFlags lane_flags(const Page& p11, unsigned first, unsigned i) {
   return {p11.bit(first, i), p11.bit(first + 1, i), p11.bit(first + 2, i), p11.bit(first + 3, i)};
+}
+
+// The lanes of one bank's page 11h (bits and 16-bit slots indexed by the lane within the bank),
+// numbered from `first` + 1.
+void decode_lanes(const Page& p11, unsigned first, unsigned lanes, std::uint8_t adv, double bias_scale,
+                  ModuleInfo& out) {
+  const bool bias = adv & 0x01, txp = adv & 0x02, rxp = adv & 0x04;
+  for (unsigned i = 0; i < lanes; ++i) {
+    LaneMonitors l;
+    l.lane = first + i + 1;
+    if (bias) l.tx_bias_amperes = p11.scaled(kTxBias + 2 * i, bias_scale);
+    if (txp) l.tx_power_watts = p11.scaled(kTxPower + 2 * i, kWattsPerLsb);
+    if (rxp) l.rx_power_watts = p11.scaled(kRxPower + 2 * i, kWattsPerLsb);
+    if (bias) l.tx_bias_flags = lane_flags(p11, kTxBiasFlags, i);
+    if (txp) l.tx_power_flags = lane_flags(p11, kTxPowerFlags, i);
+    if (rxp) l.rx_power_flags = lane_flags(p11, kRxPowerFlags, i);
+    l.tx_fault = p11.opt_bit(kTxFault, i);
+    l.tx_los = p11.opt_bit(kTxLos, i);
+    l.tx_cdr_lol = p11.opt_bit(kTxLol, i);
+    l.rx_los = p11.opt_bit(kRxLos, i);
+    l.rx_cdr_lol = p11.opt_bit(kRxLol, i);
+    out.lanes.push_back(l);
+  }
 }
 
 void decode(const ModuleMemory& m, ModuleInfo& out) {
@@ -204,26 +243,125 @@ void decode(const ModuleMemory& m, ModuleInfo& out) {
   if (txp) out.tx_power_thresholds = thresholds(p2, kTxPowerThr, kWattsPerLsb, false);
   if (bias) out.tx_bias_thresholds = thresholds(p2, kTxBiasThr, bias_scale, false);
   if (rxp) out.rx_power_thresholds = thresholds(p2, kRxPowerThr, kWattsPerLsb, false);
-  unsigned lanes = lo.u8(kFirstApplication + 2).value_or(0) & 0x0f;  // media lanes of application 1
+  // Media lanes of application 1 in each bank; a bank the module advertises but whose page 11h
+  // was not read adds no lanes (bank b holds lanes 8b+1 .. 8b+8, CMIS 5.0 section 8.1.2).
+  unsigned lanes = lo.u8(kFirstApplication + 2).value_or(0) & 0x0f;
   if (lanes == 0 || lanes > kLanesPerBank) lanes = kLanesPerBank;
-  for (unsigned i = 0; i < lanes; ++i) {
-    LaneMonitors l;
-    l.lane = i + 1;
-    if (bias) l.tx_bias_amperes = p11.scaled(kTxBias + 2 * i, bias_scale);
-    if (txp) l.tx_power_watts = p11.scaled(kTxPower + 2 * i, kWattsPerLsb);
-    if (rxp) l.rx_power_watts = p11.scaled(kRxPower + 2 * i, kWattsPerLsb);
-    if (bias) l.tx_bias_flags = lane_flags(p11, kTxBiasFlags, i);
-    if (txp) l.tx_power_flags = lane_flags(p11, kTxPowerFlags, i);
-    if (rxp) l.rx_power_flags = lane_flags(p11, kRxPowerFlags, i);
-    l.tx_fault = p11.opt_bit(kTxFault, i);
-    l.tx_los = p11.opt_bit(kTxLos, i);
-    l.tx_cdr_lol = p11.opt_bit(kTxLol, i);
-    l.rx_los = p11.opt_bit(kRxLos, i);
-    l.rx_cdr_lol = p11.opt_bit(kRxLol, i);
-    out.lanes.push_back(l);
+  const unsigned nbanks = banks(p1);
+  for (unsigned b = 0; b < nbanks; ++b) {
+    const Page bank11 = b == 0 ? p11 : upper_page(m, static_cast<std::uint8_t>(b), 0x11);
+    if (!bank11.present()) continue;
+    decode_lanes(bank11, b * kLanesPerBank, lanes, adv, bias_scale, out);
   }
 }
 }  // namespace cmis
+
+// ---- SFF-8472 rev 12.4 (SFP, SFP+, SFP28, SFP56): identity in A0h, diagnostics in A2h ----
+namespace sff8472 {
+// A0h (I2C 0x50) bytes 0-127.
+constexpr unsigned kVendorName = 20, kPartNumber = 40, kRevision = 56, kSerial = 68;
+constexpr unsigned kDiagType = 92;  // bit 6 DDM implemented, 5 internally, 4 externally calibrated
+constexpr unsigned kDdm = 6, kExternal = 4;
+constexpr unsigned kEnhancedOptions = 93;  // bit 7 alarm/warning flags, 5 soft TX_FAULT, 4 soft RX_LOS
+constexpr unsigned kCompliance = 94;
+// A2h (I2C 0x51) bytes 0-127: thresholds, external calibration constants (section 9.3), monitors
+// and flags (Table 9-5 .. 9-16; the same offsets as ethtool's sfpdiag.c).
+constexpr unsigned kTempThr = 0, kVccThr = 8, kBiasThr = 16, kTxPowerThr = 24, kRxPowerThr = 32;
+constexpr unsigned kRxPwr4 = 56;  // Rx_PWR(4) .. Rx_PWR(0): IEEE-754 single precision, big-endian
+constexpr unsigned kTxISlope = 76, kTxPwrSlope = 80, kTSlope = 84, kVSlope = 88;  // each slope, then its offset
+constexpr unsigned kTemp = 96, kVcc = 98, kBias = 100, kTxPower = 102, kRxPower = 104;
+constexpr unsigned kStatus = 110;  // bit 2 TX_FAULT, bit 1 RX_LOS (real-time state)
+constexpr unsigned kAlarmFlags = 112, kWarningFlags = 116;
+
+// How a raw A/D value becomes a value in the unit of its LSB: as it is (internal calibration), or
+// slope x raw + offset (external: slope unsigned fixed point 8.8, offset signed, section 9.3
+// equation 1), or the Rx power polynomial of the five constants (equation 2). A result that is not
+// a finite number (a hostile constant) is no reading.
+class Calibration {
+ public:
+  Calibration(const Page& a2, bool external) : a2_(a2), external_(external) {}
+  std::optional<double> linear(std::optional<double> raw, unsigned slope_addr) const {
+    if (!raw || !external_) return raw;
+    auto slope = a2_.u16(slope_addr), offset = a2_.u16(slope_addr + 2);
+    if (!slope || !offset) return std::nullopt;
+    return *slope / 256.0 * *raw + static_cast<std::int16_t>(*offset);
+  }
+  std::optional<double> rx_power(std::optional<double> raw) const {
+    if (!raw || !external_) return raw;
+    double v = 0;
+    for (unsigned k = 0; k < 5; ++k) {  // Rx_PWR(4) first: Horner's rule from the highest power
+      auto hi = a2_.u16(kRxPwr4 + 4 * k), lo = a2_.u16(kRxPwr4 + 4 * k + 2);
+      if (!hi || !lo) return std::nullopt;
+      v = v * *raw + std::bit_cast<float>(static_cast<std::uint32_t>(*hi) << 16 | *lo);
+    }
+    if (!std::isfinite(v)) return std::nullopt;
+    return v;
+  }
+
+ private:
+  Page a2_;
+  bool external_;
+};
+
+std::optional<double> scale(std::optional<double> raw_units, double lsb) {
+  if (!raw_units) return std::nullopt;
+  return *raw_units * lsb;
+}
+
+// One monitor's four flags: its alarm bit pair (high, then low) in the alarm byte and the same
+// bits in the warning byte.
+AlarmFlags flags(const Page& a2, unsigned byte, unsigned high_bit) {
+  return {a2.bit(kAlarmFlags + byte, high_bit), a2.bit(kAlarmFlags + byte, high_bit - 1),
+          a2.bit(kWarningFlags + byte, high_bit), a2.bit(kWarningFlags + byte, high_bit - 1)};
+}
+
+void decode(const ModuleMemory& m, ModuleInfo& out) {
+  const Page a0 = lower_page(m), a2 = diagnostics_page(m);
+  out.spec_revision = fmt::format("0x{:02x}", a0.u8(kCompliance).value_or(0));
+  out.vendor = a0.ascii(kVendorName, kVendorName + 15);
+  out.part_number = a0.ascii(kPartNumber, kPartNumber + 15);
+  out.revision = a0.ascii(kRevision, kRevision + 3);
+  out.serial = a0.ascii(kSerial, kSerial + 15);
+  // Without DDM (a passive cable, an old module) or without the A2h page: identity only.
+  if (!a0.bit(kDiagType, kDdm) || !a2.present()) return;
+  out.externally_calibrated = a0.bit(kDiagType, kExternal);
+  const Calibration cal(a2, out.externally_calibrated);
+  // Thresholds are calibrated as the readings are (they are in the same A/D units).
+  auto level = [&](unsigned addr, bool is_signed, unsigned slope, double lsb) -> std::optional<double> {
+    auto raw = is_signed ? a2.s16(addr, 1.0) : a2.scaled(addr, 1.0);
+    return scale(slope == kRxPwr4 ? cal.rx_power(raw) : cal.linear(raw, slope), lsb);
+  };
+  auto thresholds4 = [&](unsigned addr, bool is_signed, unsigned slope, double lsb) -> std::optional<Thresholds> {
+    auto ha = level(addr, is_signed, slope, lsb), la = level(addr + 2, is_signed, slope, lsb),
+         hw = level(addr + 4, is_signed, slope, lsb), lw = level(addr + 6, is_signed, slope, lsb);
+    if (!ha || !la || !hw || !lw) return std::nullopt;
+    return Thresholds{*ha, *la, *hw, *lw};
+  };
+  out.temperature_celsius = level(kTemp, true, kTSlope, kCelsiusPerLsb);
+  out.supply_volts = level(kVcc, false, kVSlope, kVoltsPerLsb);
+  out.temperature_thresholds = thresholds4(kTempThr, true, kTSlope, kCelsiusPerLsb);
+  out.voltage_thresholds = thresholds4(kVccThr, false, kVSlope, kVoltsPerLsb);
+  out.tx_bias_thresholds = thresholds4(kBiasThr, false, kTxISlope, kAmperesPerLsb);
+  out.tx_power_thresholds = thresholds4(kTxPowerThr, false, kTxPwrSlope, kWattsPerLsb);
+  out.rx_power_thresholds = thresholds4(kRxPowerThr, false, kRxPwr4, kWattsPerLsb);
+  LaneMonitors l;
+  l.lane = 1;
+  l.tx_bias_amperes = level(kBias, false, kTxISlope, kAmperesPerLsb);
+  l.tx_power_watts = level(kTxPower, false, kTxPwrSlope, kWattsPerLsb);
+  l.rx_power_watts = level(kRxPower, false, kRxPwr4, kWattsPerLsb);
+  // The flags exist where A0h byte 93 says so (ethtool: "Alarm/warning flags implemented").
+  if (a0.bit(kEnhancedOptions, 7)) {
+    out.temperature_flags = flags(a2, 0, 7);
+    out.voltage_flags = flags(a2, 0, 5);
+    l.tx_bias_flags = flags(a2, 0, 3);
+    l.tx_power_flags = flags(a2, 0, 1);
+    l.rx_power_flags = flags(a2, 1, 7);
+  }
+  if (a0.bit(kEnhancedOptions, 5)) l.tx_fault = a2.opt_bit(kStatus, 2);
+  if (a0.bit(kEnhancedOptions, 4)) l.rx_los = a2.opt_bit(kStatus, 1);
+  out.lanes.push_back(l);
+}
+}  // namespace sff8472
 
 }  // namespace
 
@@ -231,6 +369,7 @@ std::string_view module_spec_label(ModuleSpec s) {
   switch (s) {
     case ModuleSpec::kSff8636: return "sff8636";
     case ModuleSpec::kCmis: return "cmis";
+    case ModuleSpec::kSff8472: return "sff8472";
     default: return "unknown";
   }
 }
@@ -239,6 +378,7 @@ ModuleSpec spec_of_identifier(std::uint8_t id) {
   switch (id) {
     case 0x0C: case 0x0D: case 0x11: return ModuleSpec::kSff8636;  // QSFP, QSFP+, QSFP28
     case 0x18: case 0x19: case 0x1E: return ModuleSpec::kCmis;     // QSFP-DD, OSFP, QSFP+ (CMIS)
+    case 0x03: return ModuleSpec::kSff8472;                       // SFP, SFP+, SFP28, SFP56
     default: return ModuleSpec::kUnknown;
   }
 }
@@ -258,7 +398,8 @@ std::string identifier_name(std::uint8_t id) {
 }
 
 bool is_dynamic_page(ModuleSpec spec, const PageRequest& r) {
-  return r.offset < kModulePageLength || (spec == ModuleSpec::kCmis && r.page == 0x11);
+  return r.offset < kModulePageLength || (spec == ModuleSpec::kCmis && r.page == 0x11) ||
+         r.i2c_address == kSff8472DiagnosticsI2cAddress;
 }
 
 std::vector<PageRequest> read_plan(std::span<const std::uint8_t> lower) {
@@ -271,8 +412,23 @@ std::vector<PageRequest> read_plan(std::span<const std::uint8_t> lower) {
     case ModuleSpec::kCmis:
       if (lower[cmis::kMemoryModel] >> cmis::kFlatBit & 1u) return {page0};
       return {page0, {.offset = 128, .page = 1}, {.offset = 128, .page = 2}, {.offset = 128, .page = 0x11}};
+    case ModuleSpec::kSff8472:
+      // A2h lower half (thresholds, calibration, monitors, flags) where the module has DDM.
+      if (!(lower[sff8472::kDiagType] >> sff8472::kDdm & 1u)) return {};
+      return {{.offset = 0, .i2c_address = kSff8472DiagnosticsI2cAddress}};
     default: return {};
   }
+}
+
+std::vector<PageRequest> bank_plan(const ModuleMemory& memory) {
+  if (memory.lower.size() < kModulePageLength || spec_of_identifier(memory.lower[0]) != ModuleSpec::kCmis ||
+      (memory.lower[cmis::kMemoryModel] >> cmis::kFlatBit & 1u))
+    return {};
+  std::vector<PageRequest> out;
+  const unsigned n = cmis::banks(upper_page(memory, 0, 1));
+  for (unsigned b = 1; b < n && b < kCmisMaxBanks; ++b)
+    out.push_back({.offset = 128, .page = 0x11, .bank = static_cast<std::uint8_t>(b)});
+  return out;
 }
 
 Result<ModuleInfo> decode_module(const ModuleMemory& memory) {
@@ -285,6 +441,7 @@ Result<ModuleInfo> decode_module(const ModuleMemory& memory) {
   switch (out.spec) {
     case ModuleSpec::kSff8636: sff8636::decode(memory, out); break;
     case ModuleSpec::kCmis: cmis::decode(memory, out); break;
+    case ModuleSpec::kSff8472: sff8472::decode(memory, out); break;
     default: return R{out, ReadError::kNotSupported, 0};
   }
   return R::success(std::move(out));
@@ -311,7 +468,7 @@ std::vector<std::uint8_t> build_eeprom_get(std::uint16_t family_id, const std::s
     mnl_attr_put_u32(nlh, ETHTOOL_A_MODULE_EEPROM_LENGTH, r.length);
     mnl_attr_put_u8(nlh, ETHTOOL_A_MODULE_EEPROM_PAGE, r.page);
     mnl_attr_put_u8(nlh, ETHTOOL_A_MODULE_EEPROM_BANK, r.bank);
-    mnl_attr_put_u8(nlh, ETHTOOL_A_MODULE_EEPROM_I2C_ADDRESS, kModuleI2cAddress);
+    mnl_attr_put_u8(nlh, ETHTOOL_A_MODULE_EEPROM_I2C_ADDRESS, r.i2c_address);
   });
 }
 
@@ -338,17 +495,25 @@ Result<ModuleMemory> ModuleEepromReader::read_module(const std::string& ifname, 
   m.lower = std::move(lower.value);
   const bool same_module = cached && !cached->lower.empty() && !m.lower.empty() && cached->lower[0] == m.lower[0];
   const ModuleSpec spec = m.lower.empty() ? ModuleSpec::kUnknown : spec_of_identifier(m.lower[0]);
-  for (const auto& req : read_plan(m.lower)) {
-    if (same_module && !is_dynamic_page(spec, req)) {
-      if (auto it = cached->upper.find({req.bank, req.page}); it != cached->upper.end()) {
-        m.upper.insert(*it);
-        continue;
+  auto read_pages = [&](const std::vector<PageRequest>& plan) {
+    for (const auto& req : plan) {
+      if (same_module && !is_dynamic_page(spec, req)) {
+        if (auto it = cached->upper.find({req.bank, req.page}); it != cached->upper.end()) {
+          m.upper.insert(*it);
+          continue;
+        }
       }
+      // An optional page the module lacks is refused (EINVAL/EIO): its fields stay unset.
+      auto page = read(ifname, req);
+      if (!page) continue;
+      if (req.i2c_address == kSff8472DiagnosticsI2cAddress)
+        m.diagnostics = std::move(page.value);
+      else
+        m.upper[{req.bank, req.page}] = std::move(page.value);
     }
-    // An optional page the module lacks is refused (EINVAL/EIO): its fields stay unset.
-    auto page = read(ifname, req);
-    if (page) m.upper[{req.bank, req.page}] = std::move(page.value);
-  }
+  };
+  read_pages(read_plan(m.lower));
+  read_pages(bank_plan(m));  // CMIS: further banks' page 11h, as page 01h advertises them
   return R::success(std::move(m));
 }
 

@@ -56,8 +56,9 @@ class LiveDashboards(unittest.TestCase):
 
     def check_live(self, prom, exprs, rule_exprs, exported, hardware):
         # Metrics used: in the scrape, or hardware-only.
+        records = promql_util.recorded_exprs(RULES)
         used = {m for _, _, e in exprs + [("", w, e) for w, e in rule_exprs]
-                for m in promql_util.metrics_in(promql_util.substitute(e))}
+                for m in promql_util.exported_metrics_in(promql_util.substitute(e), records)}
         missing, needs_hw = [], []
         for m in sorted(used - promql_util.PROMETHEUS_BUILTIN):
             fam = m[:-len("_bucket")] if m.endswith("_bucket") else m
@@ -92,7 +93,7 @@ class LiveDashboards(unittest.TestCase):
             if result:
                 ok += 1
                 continue
-            hw = sorted(m for m in promql_util.metrics_in(q) if m in needs_hw or
+            hw = sorted(m for m in promql_util.exported_metrics_in(q, records) if m in needs_hw or
                         (m.endswith("_bucket") and m[:-7] in needs_hw))
             if hw:
                 reasons.append(f"{f}: {where}: needs {hardware[hw[0][:-7] if hw[0].endswith('_bucket') else hw[0]]} "

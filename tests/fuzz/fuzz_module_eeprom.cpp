@@ -1,6 +1,7 @@
 // Transceiver module EEPROM (sources/ethtool/module_eeprom.h): the first byte picks the target.
-// Pages: the input is cut into a lower page and up to four upper pages (00h, 01h/03h, 02h, 11h),
-// so that short and missing pages are reached; replies: ETHTOOL_MSG_MODULE_EEPROM_GET_REPLY bytes.
+// Pages: the input is cut into a lower page, an SFF-8472 A2h page and upper pages (00h, 01h/03h,
+// 02h, 11h of bank 0, then 11h of banks 1-3), so that short and missing pages are reached and the
+// bank plan sees what page 01h says; replies: ETHTOOL_MSG_MODULE_EEPROM_GET_REPLY bytes.
 #include <cstdint>
 #include <span>
 
@@ -22,11 +23,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   };
   m.lower = take(128);
   (void)rdma::ethtool::read_plan(m.lower);
-  const std::uint8_t pages[] = {0x00, 0x01, 0x02, 0x03, 0x11};
-  for (std::uint8_t p : pages) {
+  m.diagnostics = take(128);
+  const std::pair<std::uint8_t, std::uint8_t> pages[] = {{0, 0x00}, {0, 0x01}, {0, 0x02}, {0, 0x03},
+                                                         {0, 0x11}, {1, 0x11}, {2, 0x11}, {3, 0x11}};
+  for (auto p : pages) {
     if (in.empty()) break;
-    m.upper[{0, p}] = take(128);
+    m.upper[p] = take(128);
   }
+  (void)rdma::ethtool::bank_plan(m);
   (void)rdma::ethtool::decode_module(m);
   return 0;
 }

@@ -1,4 +1,4 @@
-// Module EEPROM: the SFF-8636 and CMIS decoder on page sets (data/*.pages, built by
+// Module EEPROM: the SFF-8636, CMIS and SFF-8472 decoder on page sets (data/*.pages, built by
 // make_pages.py at the specs' addresses) against what ethtool's own decoder prints for the same
 // pages (data/*.ethtool-m.txt: ethtool 5.19's `ethtool -m` netlink path, qsfp.c/cmis.c, fed the
 // pages through its nl_get_eeprom_page(); see data/README.md), the read plan, the netlink codec
@@ -9,15 +9,19 @@
 #include <linux/ethtool_netlink.h>
 #include <linux/genetlink.h>
 
+#include <bit>
 #include <cerrno>
 #include <cmath>
+#include <limits>
 #include <fstream>
 #include <map>
 #include <random>
 #include <sstream>
 
+#include "collectors/nic_health/nic_health_metrics.h"
 #include "sources/ethtool/module_eeprom.h"
 #include "sources/netlink/genetlink.h"
+#include "tests/lib/samples.h"
 
 using namespace rdma;
 using ethtool::ModuleMemory;
@@ -32,8 +36,13 @@ ModuleMemory load_pages(const std::string& name) {
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty() || line[0] == '#') continue;
-    unsigned bank = 0, page = 0, offset = 0;
-    if (std::sscanf(line.c_str(), "page %u %u %u", &bank, &page, &offset) == 3) {
+    unsigned bank = 0, page = 0, offset = 0, i2c = 0;
+    const int fields = std::sscanf(line.c_str(), "page %u %u %u %x", &bank, &page, &offset, &i2c);
+    if (fields == 4 && i2c == ethtool::kSff8472DiagnosticsI2cAddress) {
+      cur = &m.diagnostics;
+      continue;
+    }
+    if (fields == 3) {
       cur = offset == 0 ? &m.lower : &m.upper[{static_cast<std::uint8_t>(bank), static_cast<std::uint8_t>(page)}];
       continue;
     }
@@ -212,7 +221,7 @@ TEST_CASE("read plan: the pages each spec's decoder uses, as ethtool reads them"
   CHECK(plan(0x11, 0x04) == std::vector<unsigned>{0});  // flat_mem
   CHECK(plan(0x18, 0x00) == std::vector<unsigned>{0, 1, 2, 0x11});
   CHECK(plan(0x19, 0x80) == std::vector<unsigned>{0});
-  CHECK(plan(0x03, 0x00).empty());  // SFP (SFF-8472): not decoded here
+  CHECK(plan(0x03, 0x00).empty());  // SFP (SFF-8472) without digital diagnostics (byte 92 bit 6): A0h only
   CHECK(ethtool::read_plan(std::vector<std::uint8_t>(10, 0x11)).empty());
   CHECK(ethtool::is_dynamic_page(ethtool::ModuleSpec::kCmis, {.offset = 128, .page = 0x11}));
   CHECK_FALSE(ethtool::is_dynamic_page(ethtool::ModuleSpec::kCmis, {.offset = 128, .page = 2}));
@@ -236,20 +245,27 @@ TEST_CASE("CMIS Tx bias multiplier scales the 2 uA unit up (CMIS 5.0 page 01h by
   CHECK(r.value.lanes[0].rx_power_watts);
 }
 
-TEST_CASE("module EEPROM: an SFP is named, not decoded, and a short lower page is malformed", "[unit]") {
+TEST_CASE("module EEPROM: a module of another spec is named, not decoded, and a short lower page is malformed",
+          "[unit]") {
   ModuleMemory m;
   m.lower.assign(128, 0);
-  m.lower[0] = 0x03;
+  m.lower[0] = 0x0B;  // DWDM-SFP/SFP+ (SFF-8024), not one of the specs decoded here
   auto r = ethtool::decode_module(m);
   CHECK(r.error == ReadError::kNotSupported);
+  CHECK(r.value.identifier_name == "0x0b");
+  m.lower[0] = 0x03;  // an SFP is SFF-8472: decoded (identity only without DDM)
+  r = ethtool::decode_module(m);
+  CHECK(r.ok());
   CHECK(r.value.identifier_name == "SFP");
+  CHECK(r.value.spec == ethtool::ModuleSpec::kSff8472);
+  CHECK(r.value.lanes.empty());
   m.lower.resize(127);
   CHECK(ethtool::decode_module(m).error == ReadError::kMalformed);
   CHECK(ethtool::identifier_name(0x7f) == "0x7f");
 }
 
 TEST_CASE("module EEPROM: cut pages, missing pages and random bytes never crash", "[unit]") {
-  for (const char* name : {"qsfp28_sr4_rx_los", "qsfpdd_dr4_hot"}) {
+  for (const char* name : {"qsfp28_sr4_rx_los", "qsfpdd_dr4_hot", "osfp_16_lanes_rx_los", "sfpp_lr_extcal"}) {
     const auto full = load_pages(name);
     for (const auto& [key, bytes] : full.upper) {
       ModuleMemory cut = full;
@@ -264,10 +280,207 @@ TEST_CASE("module EEPROM: cut pages, missing pages and random bytes never crash"
     for (int i = 0; i < 2000; ++i) {
       ModuleMemory m = full;
       for (auto* p : {&m.lower, &m.upper.begin()->second}) (*p)[rng() % p->size()] = static_cast<std::uint8_t>(rng());
+      if (!m.diagnostics.empty()) m.diagnostics[rng() % m.diagnostics.size()] = static_cast<std::uint8_t>(rng());
       auto r = ethtool::decode_module(m);
-      for (const auto& l : r.value.lanes) CHECK((l.lane >= 1 && l.lane <= 8));
+      for (const auto& l : r.value.lanes) CHECK((l.lane >= 1 && l.lane <= 8 * ethtool::kCmisMaxBanks));
+      CHECK(ethtool::bank_plan(m).size() < ethtool::kCmisMaxBanks);
     }
   }
+}
+
+// ---- SFF-8472 (SFP): A0h identity, A2h diagnostics; the expected values are what ethtool's
+// sfpdiag.c prints for the same two pages (data/*.ethtool-m.txt, see data/README.md).
+namespace {
+void check_sfp_against_ethtool(const ethtool::ModuleInfo& m, const std::map<std::string, std::string>& e) {
+  CHECK(m.spec == ethtool::ModuleSpec::kSff8472);
+  CHECK(m.identifier_name == "SFP");
+  CHECK(m.vendor == e.at("Vendor name"));
+  CHECK(m.part_number == e.at("Vendor PN"));
+  CHECK(m.revision == e.at("Vendor rev"));
+  CHECK(m.serial == e.at("Vendor SN"));
+  REQUIRE(m.temperature_celsius);
+  near(*m.temperature_celsius, ethtool_number(e, "Module temperature", 1), 0.01);
+  near(*m.supply_volts, ethtool_number(e, "Module voltage", 1), 1e-4);
+  REQUIRE(m.lanes.size() == 1);
+  const auto& l = m.lanes[0];
+  CHECK(l.lane == 1);
+  near(*l.tx_bias_amperes, ethtool_number(e, "Laser bias current", 1e-3), 1e-6);
+  near(*l.tx_power_watts, ethtool_number(e, "Laser output power", 1e-3), 1e-7);
+  near(*l.rx_power_watts, ethtool_number(e, "Receiver signal average optical power", 1e-3), 1e-7);
+  for (const char* level : {"high alarm", "low alarm", "high warning", "low warning"}) {
+    const std::string lv = level;
+    auto pick = [&](const ethtool::AlarmFlags& f) {
+      return lv == "high alarm" ? f.high_alarm : lv == "low alarm" ? f.low_alarm : lv == "high warning" ? f.high_warning : f.low_warning;
+    };
+    CHECK(pick(m.temperature_flags) == ethtool_on(e, "Module temperature " + lv));
+    CHECK(pick(m.voltage_flags) == ethtool_on(e, "Module voltage " + lv));
+    CHECK(pick(l.tx_bias_flags) == ethtool_on(e, "Laser bias current " + lv));
+    CHECK(pick(l.tx_power_flags) == ethtool_on(e, "Laser output power " + lv));
+    CHECK(pick(l.rx_power_flags) == ethtool_on(e, "Laser rx power " + lv));
+  }
+  check_thresholds(m.temperature_thresholds, e, "Module temperature", 1, 0.01);
+  check_thresholds(m.voltage_thresholds, e, "Module voltage", 1, 1e-4);
+  check_thresholds(m.tx_bias_thresholds, e, "Laser bias current", 1e-3, 1e-6);
+  check_thresholds(m.tx_power_thresholds, e, "Laser output power", 1e-3, 1e-7);
+  check_thresholds(m.rx_power_thresholds, e, "Laser rx power", 1e-3, 1e-7);
+}
+}  // namespace
+
+TEST_CASE("SFF-8472 SFP28, internally calibrated: decodes as sfpdiag.c prints it, with its Rx power low alarm",
+          "[unit]") {
+  const auto mem = load_pages("sfp28_sr_rx_los");
+  const auto e = load_ethtool("sfp28_sr_rx_los");
+  auto r = ethtool::decode_module(mem);
+  REQUIRE(r.ok());
+  check_sfp_against_ethtool(r.value, e);
+  CHECK_FALSE(r.value.externally_calibrated);
+  CHECK(r.value.spec_revision == "0x08");
+  const auto& l = r.value.lanes[0];
+  CHECK(l.rx_power_flags.low_alarm);
+  CHECK(l.rx_power_flags.low_warning);
+  CHECK_FALSE(l.rx_power_flags.high_alarm);
+  // Soft RX_LOS / TX_FAULT (A2h byte 110 bits 1, 2), advertised in A0h byte 93 bits 4, 5; sfpdiag.c
+  // prints neither: checked against the bytes.
+  CHECK(l.rx_los == true);
+  CHECK(l.tx_fault == false);
+  CHECK_FALSE(l.tx_los);  // SFF-8472 has no Tx LOS
+}
+
+TEST_CASE("SFF-8472 SFP+, externally calibrated: slope/offset and the Rx power polynomial (section 9.3)", "[unit]") {
+  auto mem = load_pages("sfpp_lr_extcal");
+  const auto e = load_ethtool("sfpp_lr_extcal");
+  auto r = ethtool::decode_module(mem);
+  REQUIRE(r.ok());
+  check_sfp_against_ethtool(r.value, e);
+  CHECK(r.value.externally_calibrated);
+  // By hand: bias 1.5 x 2000 - 100 = 2900 x 2 uA; Tx 2 x 2500 + 50 = 5050 x 0.1 uW; Rx 10 + 1.25 x 3200.
+  CHECK(*r.value.lanes[0].tx_bias_amperes == Approx(5.8e-3));
+  CHECK(*r.value.lanes[0].tx_power_watts == Approx(505e-6));
+  CHECK(*r.value.lanes[0].rx_power_watts == Approx(401e-6));
+  CHECK(*r.value.temperature_celsius == Approx(34.0));
+  CHECK_FALSE(r.value.lanes[0].rx_los);  // not advertised (A0h byte 93 bit 4 clear)
+  // The higher-order terms as the spec has them (sfpdiag.c multiplies Rx_PWR(2), (3) by the
+  // reading, not its powers, and drops Rx_PWR(4)): Rx_PWR(2) = 1e-4 adds 1e-4 x 3200^2 = 1024.
+  auto put_float = [&](unsigned addr, float v) {
+    const auto bits = std::bit_cast<std::uint32_t>(v);
+    for (unsigned i = 0; i < 4; ++i) mem.diagnostics[addr + i] = static_cast<std::uint8_t>(bits >> (24 - 8 * i));
+  };
+  put_float(64, 1e-4f);
+  r = ethtool::decode_module(mem);
+  CHECK(*r.value.lanes[0].rx_power_watts == Approx((10 + 1.25 * 3200 + 1e-4f * 3200.0 * 3200.0) * 0.1e-6));
+  // A hostile constant (NaN) is no reading, never a NaN sample.
+  put_float(72, std::numeric_limits<float>::quiet_NaN());
+  r = ethtool::decode_module(mem);
+  CHECK_FALSE(r.value.lanes[0].rx_power_watts);
+  CHECK_FALSE(r.value.rx_power_thresholds);
+  CHECK(r.value.lanes[0].tx_bias_amperes);
+}
+
+TEST_CASE("SFF-8472 read plan: A2h at I2C 0x51 only where A0h byte 92 advertises digital diagnostics", "[unit]") {
+  auto mem = load_pages("sfp28_sr_rx_los");
+  const auto plan = ethtool::read_plan(mem.lower);
+  REQUIRE(plan.size() == 1);
+  CHECK(plan[0] == ethtool::PageRequest{.offset = 0, .length = 128, .page = 0, .bank = 0, .i2c_address = 0x51});
+  CHECK(ethtool::is_dynamic_page(ethtool::ModuleSpec::kSff8472, plan[0]));  // monitors and flags: every scrape
+  // The request carries the address (ethtool netlink ETHTOOL_A_MODULE_EEPROM_I2C_ADDRESS).
+  const auto req = ethtool::build_eeprom_get(0x1c, "enp1s0f0", plan[0]);
+  netlink::Message msg;
+  REQUIRE(netlink::read_value(netlink::Bytes(req), msg.header));
+  msg.bytes = req;
+  std::map<std::uint16_t, std::vector<std::uint8_t>> attrs;
+  REQUIRE(netlink::for_each_attr(msg, sizeof(genlmsghdr), [&](std::uint16_t t, netlink::Bytes v) {
+    attrs[t].assign(v.begin(), v.end());
+  }));
+  CHECK(attrs.at(ETHTOOL_A_MODULE_EEPROM_I2C_ADDRESS) == std::vector<std::uint8_t>{0x51});
+  // Without DDM: no A2h read, identity only even if one was read.
+  mem.lower[92] &= static_cast<std::uint8_t>(~0x40);
+  CHECK(ethtool::read_plan(mem.lower).empty());
+  auto r = ethtool::decode_module(mem);
+  REQUIRE(r.ok());
+  CHECK(r.value.vendor == "FINISAR CORP");
+  CHECK_FALSE(r.value.temperature_celsius);
+  CHECK(r.value.lanes.empty());
+  // Without the alarm/warning flags option (A0h byte 93 bit 7): monitors, no flags.
+  mem = load_pages("sfp28_sr_rx_los");
+  mem.lower[93] = 0x00;
+  r = ethtool::decode_module(mem);
+  REQUIRE(r.value.lanes.size() == 1);
+  CHECK(r.value.lanes[0].rx_power_watts);
+  CHECK_FALSE(r.value.lanes[0].rx_power_flags.any());
+  CHECK_FALSE(r.value.lanes[0].rx_los);
+  // A2h not answered (the module needs an address change, or the driver refused): identity only.
+  mem = load_pages("sfp28_sr_rx_los");
+  mem.diagnostics.clear();
+  r = ethtool::decode_module(mem);
+  CHECK(r.ok());
+  CHECK(r.value.lanes.empty());
+  CHECK_FALSE(r.value.temperature_thresholds);
+}
+
+TEST_CASE("CMIS banks: a 16-lane OSFP has lanes 9-16 in bank 1's page 11h, read as page 01h byte 142 says",
+          "[unit]") {
+  auto mem = load_pages("osfp_16_lanes_rx_los");
+  // The second step of the plan: page 11h of bank 1 (banks 0-1 advertised).
+  CHECK(ethtool::bank_plan(mem) == std::vector<ethtool::PageRequest>{{.offset = 128, .page = 0x11, .bank = 1}});
+  CHECK(ethtool::is_dynamic_page(ethtool::ModuleSpec::kCmis, {.offset = 128, .page = 0x11, .bank = 1}));
+  auto r = ethtool::decode_module(mem);
+  REQUIRE(r.ok());
+  REQUIRE(r.value.lanes.size() == 16);
+  for (unsigned i = 0; i < 16; ++i) {
+    const auto& l = r.value.lanes[i];
+    INFO("lane " << l.lane);
+    CHECK(l.lane == i + 1);
+    // make_pages.py: Tx power 1 mW + lane x 10 uW, bias 50 mA + lane x 0.1 mA (0.1 uW and 2 uA steps).
+    CHECK(*l.tx_power_watts == Approx(0.0010 + l.lane * 0.00001).margin(0.1e-6));
+    CHECK(*l.tx_bias_amperes == Approx(0.050 + l.lane * 0.0001).margin(2e-6));
+    // Bank 1 page 11h: byte 0x93 (Rx LOS) and 0x96 (Rx power low alarm) have bit 2 set: its lane 3.
+    CHECK(l.rx_los == (l.lane == 11));
+    CHECK(l.rx_power_flags.low_alarm == (l.lane == 11));
+    CHECK_FALSE(l.tx_fault.value_or(true));
+  }
+  CHECK(*r.value.lanes[10].rx_power_watts == Approx(1e-6));  // 1 uW: dark
+  // Bank 1 not read (refused): bank 0's 8 lanes only.
+  auto cut = mem;
+  cut.upper.erase({1, 0x11});
+  CHECK(ethtool::decode_module(cut).value.lanes.size() == 8);
+  // Bank 0 only advertised: no further page asked for, bank 1's page (if any) not decoded.
+  mem.upper[{0, 1}][142 - 128] = 0x00;
+  CHECK(ethtool::bank_plan(mem).empty());
+  CHECK(ethtool::decode_module(mem).value.lanes.size() == 8);
+  // Banks 0-3 (32 lanes): banks 1-3 asked for; the reserved code 11b reads as bank 0 only.
+  mem.upper[{0, 1}][142 - 128] = 0x02;
+  CHECK(ethtool::bank_plan(mem).size() == 3);
+  mem.upper[{0, 1}][142 - 128] = 0x03;
+  CHECK(ethtool::bank_plan(mem).empty());
+  // Not for SFF-8636 or a flat CMIS module.
+  CHECK(ethtool::bank_plan(load_pages("osfp_dac_flat")).empty());
+  CHECK(ethtool::bank_plan(load_pages("qsfp28_sr4_rx_los")).empty());
+  CHECK(ethtool::bank_plan(load_pages("qsfpdd_dr4_hot")).empty());
+}
+
+TEST_CASE("transceiver series of an SFP and a 16-lane module: the cardinality docs/metrics.md states", "[unit]") {
+  const exporter::Labels base{{"device", "mlx5_0"}, {"port", "1"}, {"netdev", "enp1s0f0np0"}};
+  auto series = [&](const char* pages) {
+    auto r = ethtool::decode_module(load_pages(pages));
+    REQUIRE(r.ok());
+    exporter::MetricSink out;
+    collectors::nic_health::emit_transceiver(base, r.value, out);
+    std::size_t n = 0;
+    for (const char* f : {"rdma_transceiver_info", "rdma_transceiver_temperature_celsius",
+                          "rdma_transceiver_supply_voltage_volts", "rdma_transceiver_tx_bias_amperes",
+                          "rdma_transceiver_tx_power_watts", "rdma_transceiver_rx_power_watts",
+                          "rdma_transceiver_temperature_threshold_celsius", "rdma_transceiver_supply_voltage_threshold_volts",
+                          "rdma_transceiver_tx_bias_threshold_amperes", "rdma_transceiver_tx_power_threshold_watts",
+                          "rdma_transceiver_rx_power_threshold_watts", "rdma_transceiver_module_alarm",
+                          "rdma_transceiver_lane_alarm", "rdma_transceiver_lane_fault", "rdma_transceiver_flags"})
+      n += testing::count(out, f);
+    return n + 1;  // rdma_transceiver_present, written by the collector
+  };
+  // 28 with diagnostics + the set flags: Rx LOS, Rx power low alarm and low warning.
+  CHECK(series("sfp28_sr_rx_los") == 28 + 3);
+  CHECK(series("sfpp_lr_extcal") == 28);
+  // 16 lanes: 25 + 3 x 16 = 73, + lane 11's Rx LOS and Rx power low alarm.
+  CHECK(series("osfp_16_lanes_rx_los") == 73 + 2);
 }
 
 namespace {
