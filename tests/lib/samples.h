@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -83,6 +84,19 @@ inline std::optional<double> dbl(const MetricSink& s, const std::string& name, L
   if (!found) return std::nullopt;
   if (const auto* d = std::get_if<double>(&found->value)) return *d;
   return std::nullopt;
+}
+
+// Every u64 sample keyed "name,label=value,..." (labels in the sample's order), for tests that
+// compare a whole sink against a table.
+inline std::map<std::string, std::uint64_t> u64_table(const MetricSink& out) {
+  std::map<std::string, std::uint64_t> got;
+  for (const auto& fam : out.families())
+    for (const auto& smp : fam.samples) {
+      std::string key(fam.name);
+      for (const auto& [k, val] : smp.labels) key += "," + k + "=" + val;
+      if (const auto* u = std::get_if<std::uint64_t>(&smp.value)) got[key] = *u;
+    }
+  return got;
 }
 
 }  // namespace rdma::testing

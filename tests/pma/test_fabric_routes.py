@@ -22,7 +22,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from exporter_harness import take_exporter_arg  # noqa: E402
-from ibsim_harness import Exporter, Sim, SetupError, get, wait_for  # noqa: E402
+from ibsim_harness import Exporter, Sim, SetupError, get, run_sim_case, wait_for  # noqa: E402
 from test_pma import FAILS, check, eq, http_get  # noqa: E402
 
 # Two spines, three leaves, two single-port hosts per leaf: between leaves there are two paths, and
@@ -167,16 +167,7 @@ def main():
     except SetupError as s:
         print("FAIL - test bed:", s)
         return 1
-    try:
-        {"routes": case_routes}[case](sim, exe)
-    except Exception as ex:  # noqa: BLE001 - report, clean up, fail
-        import traceback
-        traceback.print_exc()
-        FAILS.append(repr(ex))
-    finally:
-        sim.close()
-    print("%s: %d failed" % (case, len(FAILS)))
-    return 1 if FAILS else 0
+    return run_sim_case(sim, case, {"routes": case_routes}, FAILS, exe)
 
 
 if __name__ == "__main__":

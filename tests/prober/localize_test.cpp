@@ -4,6 +4,7 @@
 #include <variant>
 
 #include "collectors/prober/localize.h"
+#include "tests/lib/samples.h"
 
 using namespace rdma::collectors::prober;
 
@@ -246,13 +247,7 @@ TEST_CASE("localize: metrics, four verdict series per rail, the blamed, and per 
   rdma::exporter::MetricSink out;
   write_localization_metrics(localize(flows, s), flows, s, out);
 
-  std::map<std::string, std::uint64_t> got;
-  for (const auto& fam : out.families())
-    for (const auto& smp : fam.samples) {
-      std::string key(fam.name);
-      for (const auto& [k, val] : smp.labels) key += "," + k + "=" + val;
-      got[key] = std::get<std::uint64_t>(smp.value);
-    }
+  const auto got = rdma::testing::u64_table(out);
   const std::map<std::string, std::uint64_t> want{
       {"rdma_prober_verdict,rail=1,verdict=none", 0},
       {"rdma_prober_verdict,rail=1,verdict=local_port", 0},

@@ -4,6 +4,7 @@
 #include <variant>
 
 #include "collectors/prober/trace_book.h"
+#include "tests/lib/samples.h"
 
 using namespace rdma::collectors::prober;
 
@@ -19,16 +20,6 @@ FlowOutcome flow(const std::string& peer, unsigned n, const std::string& rail = 
   f.flow = n;
   f.sent = 20;
   return f;
-}
-std::map<std::string, std::uint64_t> samples(const rdma::exporter::MetricSink& out) {
-  std::map<std::string, std::uint64_t> got;
-  for (const auto& fam : out.families())
-    for (const auto& smp : fam.samples) {
-      std::string key(fam.name);
-      for (const auto& [k, val] : smp.labels) key += "," + k + "=" + val;
-      got[key] = std::get<std::uint64_t>(smp.value);
-    }
-  return got;
 }
 }  // namespace
 
@@ -54,7 +45,7 @@ TEST_CASE("trace_book: a drop on one path names that path's link, never a clean 
 
   rdma::exporter::MetricSink out;
   write_suspect_metrics(suspects, book, window, out);
-  const auto got = samples(out);
+  const auto got = rdma::testing::u64_table(out);
   CHECK(got.at("rdma_prober_suspect_link,rail=r0,from=10.9.1.1,to=10.0.2.254") == 2);
   CHECK(got.at("rdma_prober_suspect_link_clean_flows,rail=r0,from=10.9.1.1,to=10.0.2.254") == 0);
   CHECK(got.at("rdma_prober_link_paths_seen,device=rxe0,port=1,peer=p,peer_device=rxe0,peer_port=1") == 2);
