@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "collectors/common/pma_names.h"
+
 namespace rdma::collectors::pma {
 namespace {
 
@@ -12,11 +14,12 @@ void emit(const std::string& prefix, const mad::PmaCounter& c, mad::PmaValue v, 
           Saturation saturation, exporter::MetricSink& out) {
   // raw fits in 64 bits / 4 for every 64-bit data counter a real port reaches; guard anyway.
   const std::uint64_t scaled = (c.scale > 1 && v.raw > UINT64_MAX / c.scale) ? UINT64_MAX : v.raw * c.scale;
-  out.counter(prefix + std::string(c.suffix) + "_total", c.help, base, scaled);
+  const PmaCounterName& name = pma_counter_name(c.id);
+  out.counter(prefix + std::string(name.suffix) + "_total", name.help, base, scaled);
   const bool saturated = mad::saturated(v);
   if (v.width < 64 && (saturated || saturation == Saturation::kEveryCounter)) {
     exporter::Labels l = base;
-    l.emplace_back("counter", std::string(c.suffix));
+    l.emplace_back("counter", std::string(name.suffix));
     out.gauge(prefix + "saturated",
               "1 when a PMA counter narrower than 64 bits sits at its maximum and has stopped counting.", std::move(l),
               saturated ? 1.0 : 0.0);

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "collectors/common/pma_names.h"
+
 namespace rdma::collectors::port {
 namespace {
 
@@ -39,7 +41,8 @@ const std::vector<CounterDef>& pma_counter_defs() {
       if (c.sysfs_file.empty()) continue;
       // Data and packet counters: 32 or 64 bits depending on the kernel's table (see data_counter_width).
       const std::uint8_t width = c.narrow && c.wide ? 0 : c.width;
-      d.push_back({c.sysfs_file, "rdma_port_" + std::string(c.suffix) + "_total", c.help, width, c.scale, &c});
+      const PmaCounterName& name = pma_counter_name(c.id);
+      d.push_back({c.sysfs_file, "rdma_port_" + std::string(name.suffix) + "_total", name.help, width, c.scale, &c});
     }
     return d;
   }();

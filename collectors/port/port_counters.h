@@ -1,6 +1,6 @@
 // The kernel's PMA counter files (ports/<n>/counters, legacy counters_ext) as data: metric
 // name, help, unit scale and PMA field width (the saturation point). The PMA ones are the rows of
-// sources/mad/pma_counters.h that have a counters/ file.
+// sources/mad/pma_counters.h that have a counters/ file, named by collectors/common/pma_names.h.
 #pragma once
 
 #include <cstdint>

@@ -1,9 +1,12 @@
 // The PMA counters as data: one row per counter that the port collector (from the kernel's
-// counters/ files or from MADs) and the pma collector (from MADs) export, with its metric suffix,
-// help, the kernel's file name, the widths and sources of its values and the capability bits
-// that make them valid. Both collectors, and the decoder's tests, read this one table.
+// counters/ files or from MADs) and the pma collector (from MADs) export, with its identity (the
+// IBTA field), the kernel's file name, the widths and sources of its values and the capability
+// bits that make them valid. Both collectors, and the decoder's tests, read this one table. The
+// metric names and help are not here (sources/ knows no Prometheus): collectors/common/pma_names.h
+// gives them per PmaCounterId.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -32,10 +35,47 @@ struct PortReadings {
 // Stores a successful reply's payload in `r`; false when it does not decode (malformed).
 bool store(PortReadings& r, PmaAttr attr, const PmaReply& reply);
 
+// One PMA counter, named after its IBTA field (PortCounters, PortCountersExtended,
+// PortRcvErrorDetails, PortXmitDiscardDetails), in exposition order: pma_counters()[i].id == i.
+enum class PmaCounterId : std::uint8_t {
+  kSymbolErrorCounter,
+  kLinkErrorRecoveryCounter,
+  kLinkDownedCounter,
+  kPortRcvErrors,
+  kPortRcvRemotePhysicalErrors,
+  kPortRcvSwitchRelayErrors,
+  kPortXmitDiscards,
+  kPortXmitConstraintErrors,
+  kPortRcvConstraintErrors,
+  kLocalLinkIntegrityErrors,
+  kExcessiveBufferOverrunErrors,
+  kQP1Dropped,
+  kVL15Dropped,
+  kPortXmitWait,
+  kPortXmitData,
+  kPortRcvData,
+  kPortXmitPkts,
+  kPortRcvPkts,
+  kPortUnicastXmitPkts,
+  kPortUnicastRcvPkts,
+  kPortMulticastXmitPkts,
+  kPortMulticastRcvPkts,
+  kPortLocalPhysicalErrors,
+  kPortMalformedPktErrors,
+  kPortBufferOverrunErrors,
+  kPortDLIDMappingErrors,
+  kPortVLMappingErrors,
+  kPortLoopingErrors,
+  kPortInactiveDiscards,
+  kPortNeighborMTUDiscards,
+  kPortSwLifetimeLimitDiscards,
+  kPortSwHOQLifetimeLimitDiscards,
+};
+inline constexpr std::size_t kPmaCounterCount = 32;
+
 struct PmaCounter {
-  std::string_view suffix;      // metric name after the collector's prefix, without _total
+  PmaCounterId id;
   std::string_view sysfs_file;  // the kernel's ports/N/counters/<file>; "" when the kernel has none
-  std::string_view help;
   PmaAttr attr;                 // the attribute of the narrow value (PortCountersExtended: only wide)
   std::uint8_t width;           // bits of the narrow value; 64 when there is only the wide one
   std::uint8_t scale;           // 4: data in 4-octet words, exported in bytes

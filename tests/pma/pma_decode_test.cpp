@@ -26,15 +26,19 @@ namespace {
 // libibmad's field of each PortCounters row of the counter table. Not IB_PC_QP1_DROP_F: libibmad
 // 44 places it on VL15Dropped's bits (176); IBA puts QP1Dropped at bits 160-175, where the
 // decoder reads it (checked below).
-const std::map<std::string_view, enum MAD_FIELDS> kPcFields = {
-    {"symbol_errors", IB_PC_ERR_SYM_F}, {"link_error_recovery", IB_PC_LINK_RECOVERS_F},
-    {"link_downed", IB_PC_LINK_DOWNED_F}, {"receive_errors", IB_PC_ERR_RCV_F},
-    {"receive_remote_physical_errors", IB_PC_ERR_PHYSRCV_F}, {"receive_switch_relay_errors", IB_PC_ERR_SWITCH_REL_F},
-    {"transmit_discards", IB_PC_XMT_DISCARDS_F}, {"transmit_constraint_errors", IB_PC_ERR_XMTCONSTR_F},
-    {"receive_constraint_errors", IB_PC_ERR_RCVCONSTR_F}, {"local_link_integrity_errors", IB_PC_ERR_LOCALINTEG_F},
-    {"excessive_buffer_overrun_errors", IB_PC_ERR_EXCESS_OVR_F}, {"vl15_dropped", IB_PC_VL15_DROPPED_F},
-    {"transmit_bytes", IB_PC_XMT_BYTES_F}, {"receive_bytes", IB_PC_RCV_BYTES_F}, {"transmit_packets", IB_PC_XMT_PKTS_F},
-    {"receive_packets", IB_PC_RCV_PKTS_F}, {"transmit_wait", IB_PC_XMT_WAIT_F}};
+using Id = PmaCounterId;
+const std::map<PmaCounterId, enum MAD_FIELDS> kPcFields = {
+    {Id::kSymbolErrorCounter, IB_PC_ERR_SYM_F}, {Id::kLinkErrorRecoveryCounter, IB_PC_LINK_RECOVERS_F},
+    {Id::kLinkDownedCounter, IB_PC_LINK_DOWNED_F}, {Id::kPortRcvErrors, IB_PC_ERR_RCV_F},
+    {Id::kPortRcvRemotePhysicalErrors, IB_PC_ERR_PHYSRCV_F}, {Id::kPortRcvSwitchRelayErrors, IB_PC_ERR_SWITCH_REL_F},
+    {Id::kPortXmitDiscards, IB_PC_XMT_DISCARDS_F}, {Id::kPortXmitConstraintErrors, IB_PC_ERR_XMTCONSTR_F},
+    {Id::kPortRcvConstraintErrors, IB_PC_ERR_RCVCONSTR_F}, {Id::kLocalLinkIntegrityErrors, IB_PC_ERR_LOCALINTEG_F},
+    {Id::kExcessiveBufferOverrunErrors, IB_PC_ERR_EXCESS_OVR_F}, {Id::kVL15Dropped, IB_PC_VL15_DROPPED_F},
+    {Id::kPortXmitData, IB_PC_XMT_BYTES_F}, {Id::kPortRcvData, IB_PC_RCV_BYTES_F}, {Id::kPortXmitPkts, IB_PC_XMT_PKTS_F},
+    {Id::kPortRcvPkts, IB_PC_RCV_PKTS_F}, {Id::kPortXmitWait, IB_PC_XMT_WAIT_F}};
+
+// The row's id as a number, for INFO().
+int id_of(const PmaCounter& c) { return static_cast<int>(c.id); }
 
 // The width libibmad gives a field: all ones encoded, read back.
 unsigned libibmad_width(enum MAD_FIELDS f) {
@@ -52,20 +56,20 @@ unsigned libibmad_width(enum MAD_FIELDS f) {
 TEST_CASE("PortCounters decode matches libibmad field layout, with the counter table's widths", "[pma]") {
   unsigned rows = 0;
   for (const PmaCounter& c : pma_counters()) {
-    if (c.attr != PmaAttr::kPortCounters || c.suffix == "qp1_dropped") continue;
+    if (c.attr != PmaAttr::kPortCounters || c.id == Id::kQP1Dropped) continue;
     ++rows;
-    INFO(c.suffix);
-    REQUIRE(kPcFields.count(c.suffix));
-    CHECK(libibmad_width(kPcFields.at(c.suffix)) == c.width);
+    INFO(id_of(c));
+    REQUIRE(kPcFields.count(c.id));
+    CHECK(libibmad_width(kPcFields.at(c.id)) == c.width);
   }
   CHECK(rows == kPcFields.size());
   for (int round = 0; round < 50; ++round) {
     std::uint8_t buf[kPmaDataSize] = {};
-    std::map<std::string_view, std::uint32_t> want;
+    std::map<PmaCounterId, std::uint32_t> want;
     for (const PmaCounter& c : pma_counters()) {
-      if (!kPcFields.count(c.suffix)) continue;
-      want[c.suffix] = static_cast<std::uint32_t>(round == 0 ? (std::uint64_t{1} << c.width) - 1 : rnd(c.width));
-      put32(buf, kPcFields.at(c.suffix), want[c.suffix]);
+      if (!kPcFields.count(c.id)) continue;
+      want[c.id] = static_cast<std::uint32_t>(round == 0 ? (std::uint64_t{1} << c.width) - 1 : rnd(c.width));
+      put32(buf, kPcFields.at(c.id), want[c.id]);
     }
     put32(buf, IB_PC_PORT_SELECT_F, 7);
     PortReadings r;
@@ -74,13 +78,13 @@ TEST_CASE("PortCounters decode matches libibmad field layout, with the counter t
     REQUIRE(r.pc);
     CHECK(r.pc->port_select == 7);
     for (const PmaCounter& c : pma_counters()) {
-      if (!kPcFields.count(c.suffix)) continue;
-      INFO(c.suffix);
+      if (!kPcFields.count(c.id)) continue;
+      INFO(id_of(c));
       const auto v = pma_value(c, r);
       REQUIRE(v);
-      CHECK(v->raw == want[c.suffix]);
+      CHECK(v->raw == want[c.id]);
       CHECK(v->width == c.width);
-      CHECK(saturated(*v) == (want[c.suffix] == (std::uint64_t{1} << c.width) - 1));
+      CHECK(saturated(*v) == (want[c.id] == (std::uint64_t{1} << c.width) - 1));
     }
     buf[20] = 0x12;
     buf[21] = 0x34;
@@ -105,15 +109,15 @@ TEST_CASE("PortCountersExtended decode is u64 exact", "[pma]") {
   CHECK(c->multicast_xmit_pkts == v[6]);
   CHECK(c->multicast_rcv_pkts == v[7]);
   // The table's 64-bit sources, in libibmad's order above.
-  const std::string_view rows[] = {"transmit_bytes", "receive_bytes", "transmit_packets", "receive_packets",
-                                   "unicast_transmit_packets", "unicast_receive_packets", "multicast_transmit_packets",
-                                   "multicast_receive_packets"};
+  const PmaCounterId rows[] = {Id::kPortXmitData, Id::kPortRcvData, Id::kPortXmitPkts, Id::kPortRcvPkts,
+                               Id::kPortUnicastXmitPkts, Id::kPortUnicastRcvPkts, Id::kPortMulticastXmitPkts,
+                               Id::kPortMulticastRcvPkts};
   PortReadings r;
   r.cap_mask = kCapExtWidth;
   r.ext = c;
   for (int i = 0; i < 8; ++i) {
     const auto row = std::find_if(pma_counters().begin(), pma_counters().end(),
-                                  [&](const PmaCounter& x) { return x.suffix == rows[i]; });
+                                  [&](const PmaCounter& x) { return x.id == rows[i]; });
     REQUIRE(row != pma_counters().end());
     const auto got = pma_value(*row, r);
     REQUIRE(got);
