@@ -7,6 +7,9 @@
 #include <pthread.h>
 #include <time.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -21,6 +24,38 @@ std::thread named_thread(const char* name, F fn) {
     fn();
   });
 }
+
+// What a background loop sleeps on between rounds: wait_for() returns true as soon as stop() is
+// called (at once when it already was), false when the time passed, so a stopping daemon never
+// waits out a loop's period. reset() arms it again for a loop that can be restarted.
+class StopSignal {
+ public:
+  void stop() {
+    {
+      std::lock_guard lock(mu_);
+      stopped_ = true;
+    }
+    cv_.notify_all();
+  }
+  void reset() {
+    std::lock_guard lock(mu_);
+    stopped_ = false;
+  }
+  bool stopped() const {
+    std::lock_guard lock(mu_);
+    return stopped_;
+  }
+  template <class Rep, class Period>
+  bool wait_for(std::chrono::duration<Rep, Period> d) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, d, [this] { return stopped_; });
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopped_ = false;
+};
 
 inline double thread_cpu_seconds() {
   timespec ts{};

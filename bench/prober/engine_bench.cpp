@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/prober/engine.h"
+#include "collectors/prober/engine/engine.h"
 
 using namespace rdma::collectors::prober;
 

@@ -2,10 +2,11 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <unistd.h>
 
 #include <cerrno>
+
+#include "exporter/thread.h"
 
 namespace rdma::collectors::nic_health {
 
@@ -111,10 +112,7 @@ void KmsgReader::start() {
   // Only what is written from now on: the ring's history would count faults of long ago (and
   // a different number after each restart).
   ::lseek(fd, 0, SEEK_END);
-  thread_ = std::thread([this, fd] {
-    pthread_setname_np(pthread_self(), "kmsg");
-    run(fd);
-  });
+  thread_ = exporter::named_thread("kmsg", [this, fd] { run(fd); });
 }
 
 void KmsgReader::stop() {

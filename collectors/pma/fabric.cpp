@@ -147,7 +147,7 @@ FabricLoop::~FabricLoop() { stop(); }
 void FabricLoop::start() {
   std::lock_guard lock(run_mu_);
   if (thread_.joinable()) return;
-  stopping_ = false;
+  sleep_.reset();
   stop_flag_ = false;
   // The first MAD port open and discovery run here, before the HTTP server takes scrapes, so that
   // the loop starts from a topology. (The crash once blamed on a scrape racing this discovery was
@@ -168,12 +168,9 @@ void FabricLoop::start() {
 }
 
 void FabricLoop::stop() {
-  {
-    std::lock_guard lock(run_mu_);
-    stopping_ = true;
-    stop_flag_ = true;
-  }
-  cv_.notify_all();
+  stop_flag_ = true;
+  sleep_.stop();
+  std::lock_guard lock(run_mu_);
   if (thread_.joinable()) thread_.join();
 }
 
@@ -184,8 +181,7 @@ void FabricLoop::run() {
     } catch (const std::exception& e) {
       spdlog::warn("pma fabric refresh failed: {}", e.what());
     }
-    std::unique_lock lock(run_mu_);
-    if (cv_.wait_for(lock, o_.period, [this] { return stopping_; })) return;
+    if (sleep_.wait_for(o_.period)) return;
   }
 }
 

@@ -9,7 +9,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -28,6 +27,7 @@
 #include "collectors/pma/target_guard.h"
 #include "exporter/exposition.h"
 #include "exporter/metrics.h"
+#include "exporter/thread.h"
 #include "sources/mad/mad_client.h"
 #include "sources/mad/pma_agent.h"
 #include "sources/mad/pma_decode.h"
@@ -193,9 +193,8 @@ class FabricLoop {
 
   mutable std::mutex snap_mu_;
   std::shared_ptr<const Snapshot> snap_;
-  std::mutex run_mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
+  std::mutex run_mu_;           // start() and stop() against each other
+  exporter::StopSignal sleep_;  // the loop's wait between refreshes
   std::atomic<bool> stop_flag_{false};
   std::thread thread_;
 };

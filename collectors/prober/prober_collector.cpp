@@ -8,19 +8,18 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
-#include <condition_variable>
 #include <fstream>
 #include <memory>
 #include <mutex>
 #include <sstream>
 #include <thread>
 
-#include "collectors/prober/config.h"
-#include "collectors/prober/engine.h"
-#include "collectors/prober/localize.h"
-#include "collectors/prober/named_thread.h"
-#include "collectors/prober/probe_service.h"
-#include "collectors/prober/verbs_transport.h"
+#include "collectors/prober/engine/config.h"
+#include "collectors/prober/engine/engine.h"
+#include "collectors/prober/engine/localize.h"
+#include "exporter/thread.h"
+#include "collectors/prober/ondemand/probe_service.h"
+#include "collectors/prober/verbs/verbs_transport.h"
 #include "exporter/collector.h"
 #include "exporter/tls/openssl_api.h"
 
@@ -97,16 +96,14 @@ class ProberCollector final : public exporter::Collector {
     spdlog::info("prober: on, local ports {}, responder on {}:{}", ports,
                  s_.transport.listen.host.empty() ? "*" : s_.transport.listen.host, s_.transport.listen.port);
     running_ = true;
-    resolver_ = named_thread("prober-dns", [this] { resolver_main(); });
-    loop_ = named_thread("prober-loop", [this] { loop_main(); });
+    resolver_sleep_.reset();
+    resolver_ = exporter::named_thread("prober-dns", [this] { resolver_main(); });
+    loop_ = exporter::named_thread("prober-loop", [this] { loop_main(); });
   }
 
   void stop() override {
     if (!running_.exchange(false)) return;
-    {
-      std::lock_guard lock(mu_);
-    }
-    cv_.notify_all();
+    resolver_sleep_.stop();
     transport_->wake();
     if (resolver_.joinable()) resolver_.join();
     if (loop_.joinable()) loop_.join();
@@ -281,9 +278,7 @@ class ProberCollector final : public exporter::Collector {
 
   void resolver_main() {
     const auto local = local_addresses();
-    std::unique_lock lock(mu_);
-    while (running_) {
-      lock.unlock();
+    do {
       std::uint64_t ok = 0, errors = 0;
       auto resolver = [&](const std::string& name, std::string& err) {
         auto r = resolve_all(name, err);
@@ -292,7 +287,7 @@ class ProberCollector final : public exporter::Collector {
       };
       auto e = expand_peers(s_.sources, s_.transport.listen, local, s_.peers_limit, resolver);
       for (const auto& msg : e.errors) spdlog::debug("prober: cannot resolve {}", msg);
-      lock.lock();
+      std::lock_guard lock(mu_);
       probe_.set_known_peers(endpoints_of(e.peers));
       pending_peers_ = std::move(e.peers);
       have_pending_ = true;
@@ -301,8 +296,7 @@ class ProberCollector final : public exporter::Collector {
       dns_ok_ += ok;
       dns_errors_ += errors;
       transport_->wake();
-      cv_.wait_for(lock, s_.dns_refresh, [this] { return !running_; });
-    }
+    } while (!resolver_sleep_.wait_for(s_.dns_refresh));
   }
 
   void loop_main() {
@@ -354,7 +348,7 @@ class ProberCollector final : public exporter::Collector {
   std::atomic<bool> running_{false};
   std::thread loop_, resolver_;
   std::mutex mu_;  // published_, pending peers, resolver counters
-  std::condition_variable cv_;
+  exporter::StopSignal resolver_sleep_;  // the resolver's wait between DNS rounds
   std::shared_ptr<const Published> published_;
   std::vector<PeerSpec> pending_peers_;
   bool have_pending_ = false;

@@ -1,9 +1,9 @@
-// The prober's handshake frames (collectors/prober/handshake.h): header sizing and full decode
+// The prober's handshake frames (collectors/prober/wire/handshake.h): header sizing and full decode
 // with a fixed secret; the first 16 bytes after a selector byte are the nonce context.
 #include <cstdint>
 #include <span>
 
-#include "collectors/prober/handshake.h"
+#include "collectors/prober/wire/handshake.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace rdma::collectors::prober;

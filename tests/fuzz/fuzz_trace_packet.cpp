@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <span>
 
-#include "collectors/prober/trace_packet.h"
+#include "collectors/prober/wire/trace_packet.h"
 
 using namespace rdma::collectors::prober;
 

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "collectors/prober/config.h"
+#include "collectors/prober/engine/config.h"
 #include "exporter/options.h"
 
 using namespace rdma::collectors::prober;

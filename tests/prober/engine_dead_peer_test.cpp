@@ -12,9 +12,9 @@
 #include <map>
 #include <set>
 
-#include "collectors/prober/connect_queue.h"
-#include "collectors/prober/engine.h"
-#include "collectors/prober/localize.h"
+#include "collectors/prober/engine/connect_queue.h"
+#include "collectors/prober/engine/engine.h"
+#include "collectors/prober/engine/localize.h"
 
 using namespace rdma::collectors::prober;
 using namespace std::chrono_literals;

@@ -5,8 +5,8 @@
 #include <set>
 #include <tuple>
 
-#include "collectors/prober/engine.h"
-#include "collectors/prober/trace_packet.h"
+#include "collectors/prober/engine/engine.h"
+#include "collectors/prober/wire/trace_packet.h"
 
 using namespace rdma::collectors::prober;
 using namespace std::chrono_literals;

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <string>
 
-#include "collectors/prober/handshake_io.h"
+#include "collectors/prober/wire/handshake_io.h"
 
 using namespace rdma::collectors::prober;
 

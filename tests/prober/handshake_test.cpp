@@ -2,7 +2,7 @@
 
 #include <random>
 
-#include "collectors/prober/handshake.h"
+#include "collectors/prober/wire/handshake.h"
 
 using namespace rdma::collectors::prober;
 

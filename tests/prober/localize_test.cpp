@@ -3,7 +3,7 @@
 #include <map>
 #include <variant>
 
-#include "collectors/prober/localize.h"
+#include "collectors/prober/engine/localize.h"
 #include "tests/lib/samples.h"
 
 using namespace rdma::collectors::prober;

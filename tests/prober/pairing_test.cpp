@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "collectors/prober/pairing.h"
+#include "collectors/prober/engine/pairing.h"
 
 using namespace rdma::collectors::prober;
 

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "collectors/prober/probe_module.h"
+#include "collectors/prober/ondemand/probe_module.h"
 #include "exporter/exposition.h"
 #include "exporter/options.h"
 #include "tests/lib/temp_tree.h"

@@ -8,8 +8,8 @@
 
 #include <string>
 
-#include "collectors/prober/probe_module.h"
-#include "collectors/prober/probe_policy.h"
+#include "collectors/prober/ondemand/probe_module.h"
+#include "collectors/prober/ondemand/probe_policy.h"
 
 using namespace rdma::collectors::prober;
 

@@ -13,9 +13,9 @@
 #include <cstdio>
 #include <thread>
 
-#include "collectors/prober/handshake_io.h"
-#include "collectors/prober/responder.h"
-#include "collectors/prober/verbs_transport.h"
+#include "collectors/prober/wire/handshake_io.h"
+#include "collectors/prober/verbs/responder.h"
+#include "collectors/prober/verbs/verbs_transport.h"
 
 using namespace rdma::collectors::prober;
 using namespace std::chrono_literals;

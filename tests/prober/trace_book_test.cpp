@@ -3,7 +3,7 @@
 #include <map>
 #include <variant>
 
-#include "collectors/prober/trace_book.h"
+#include "collectors/prober/engine/trace_book.h"
 #include "tests/lib/samples.h"
 
 using namespace rdma::collectors::prober;

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <set>
 
-#include "collectors/prober/trace_packet.h"
+#include "collectors/prober/wire/trace_packet.h"
 
 using namespace rdma::collectors::prober;
 
