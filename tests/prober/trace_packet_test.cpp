@@ -54,6 +54,34 @@ TEST_CASE("trace_packet: a link's flows are evenly spaced and rotation visits th
   CHECK(choose_flow_label(seed, 0, 0, 0) != 0);  // 0 flows read as 1
 }
 
+TEST_CASE("trace_packet: at every flow count, a link's first labels take one slot each and each slot's rotations visit all its ports before repeating", "[trace]") {
+  // flows 1..16 (the range `flows` accepts), including the widths that are not powers of two
+  // (flows 5: 3,276 ports, whose plain 0.618 step shares a factor 9 with the width).
+  for (const char* key : {"peer-a/mlx5_0/1/mlx5_0/1", "peer-b/mlx5_3/1/mlx5_3/1"}) {
+    const auto seed = link_seed(key);
+    for (unsigned flows = 1; flows <= 16; ++flows) {
+      CAPTURE(key, flows);
+      const unsigned width = 0x4000 / flows;
+      std::set<unsigned> slots;
+      for (unsigned f = 0; f < flows; ++f) slots.insert((flow_label_to_udp_sport(choose_flow_label(seed, f, flows, 0)) - 0xC000u) / width);
+      CHECK(slots.size() == flows);
+      CHECK(*slots.rbegin() == flows - 1);  // slot f is flow f's: none beyond the last
+      for (unsigned f = 0; f < flows; ++f) {
+        std::set<std::uint16_t> seen;
+        bool inside = true;
+        for (std::uint64_t r = 0; r < width; ++r) {
+          const unsigned off = flow_label_to_udp_sport(choose_flow_label(seed, f, flows, r)) - 0xC000u;
+          inside = inside && off / width == f;
+          seen.insert(static_cast<std::uint16_t>(off));
+        }
+        CHECK(inside);
+        CHECK(seen.size() == width);  // `width` rotations: every port of the slot once
+        CHECK(choose_flow_label(seed, f, flows, width) == choose_flow_label(seed, f, flows, 0));  // then it repeats
+      }
+    }
+  }
+}
+
 TEST_CASE("trace_packet: the packet is a BTH no NIC accepts, with the destination QP", "[trace]") {
   const auto p = build_trace_packet(0xABCDEF, 7);
   CHECK(p.size() == 16);

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 
 namespace rdma::collectors::prober {
 
@@ -23,8 +24,14 @@ std::uint32_t choose_flow_label(std::uint64_t seed, unsigned flow, unsigned flow
   flows = std::clamp(flows, 1u, kSpace);
   flow %= flows;
   const std::uint32_t width = kSpace / flows;
-  // Odd step near 0.618 of the slot: coprime with power-of-two widths; a full cycle for them.
-  const std::uint32_t step = width > 1 ? ((static_cast<std::uint32_t>(width * 0.6180339887) | 1u) % width) : 0;
+  // Odd step near 0.618 of the slot, the first one coprime with the width: then `width`
+  // rotations visit every port of the slot once. Any odd step is for power-of-two widths; other
+  // widths (flows 5, 6, 9, 12, 14, 15) would repeat after width / gcd rotations.
+  std::uint32_t step = 0;
+  if (width > 1) {
+    step = (static_cast<std::uint32_t>(width * 0.6180339887) | 1u) % width;
+    while (std::gcd(step, width) != 1) step = (step + 2) % width;
+  }
   const std::uint64_t start = seed % width;
   const std::uint32_t inside = width > 1 ? static_cast<std::uint32_t>((start + (rotation % width) * step) % width) : 0;
   return flow_label_for_offset(static_cast<std::uint16_t>(flow * width + inside));
