@@ -2,7 +2,7 @@
 """ECMP path coverage of the prober's flows, through the kernel's own multipath hash (issue #26).
 
   sudo bench/prober/bench_coverage.py --helper build/bench/bench_prober_flow_labels \\
-      [--links 64] [--hours 1] [--horizon-hours 6] [--flows 1,2,4,8] [--ways 2,3,4,8,16,32,64]
+      [--links 64] [--hours 1] [--horizon-hours 6] [--flows 1,2,4,8] [--ways 2,3,4,8,16,32,64] [--hash-seed S]
 
 1. The source ports: `bench_prober_flow_labels` (flow_labels.cpp) runs the real Engine at the
    collector's defaults (flow-rotation 1m, interval 1 s) for --links links (distinct link keys,
@@ -43,7 +43,7 @@ def sh(*args, **kw):
 class Router:
     """A router namespace with an N-way route per N; the nexthops' far ends sit in a sink namespace."""
 
-    def __init__(self, ways):
+    def __init__(self, ways, hash_seed):
         tag = str(os.getpid())
         self.ns, self.sink = "rdmacov-r-" + tag, "rdmacov-s-" + tag
         self.prefix = {}
@@ -52,6 +52,8 @@ class Router:
         self.ip("link", "set", "lo", "up")
         sh("ip", "netns", "exec", self.ns, "sysctl", "-qw", "net.ipv4.fib_multipath_hash_policy=1", "net.ipv4.ip_forward=1",
            "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0")
+        if hash_seed is not None:  # Linux 6.11+; unset: the kernel's own random seed
+            sh("ip", "netns", "exec", self.ns, "sysctl", "-qw", f"net.ipv4.fib_multipath_hash_seed={hash_seed}")
         self.ip("link", "add", "in0", "type", "veth", "peer", "name", "in0p", "netns", self.sink)
         self.ip("addr", "add", "10.0.0.1/24", "dev", "in0")
         self.ip("link", "set", "in0", "up")
@@ -142,6 +144,7 @@ def main():
     ap.add_argument("--ways", default="2,3,4,8,16,32,64")
     ap.add_argument("--rotation", type=int, default=60, help="flow-rotation in seconds (default the collector's 1m)")
     ap.add_argument("--seed", type=int, default=26, help="seed of the random ports")
+    ap.add_argument("--hash-seed", type=int, help="net.ipv4.fib_multipath_hash_seed of the router (default: the kernel's)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("needs root (network namespaces)")
@@ -155,7 +158,7 @@ def main():
     for f in flows_list:
         ours = prober_ports(a.helper, a.links, f, horizon, a.rotation)
         runs[f] = {"ours": ours, "random": random_ports(ours, rng)}
-    router = Router(ways)
+    router = Router(ways, a.hash_seed)
     try:
         queries = sorted({(n, link, sp) for n in ways for r in runs.values() for s in r.values()
                           for link, seq in s.items() for _, sp in seq})
@@ -163,7 +166,8 @@ def main():
     finally:
         router.close()
     print(f"# {a.links} links, flow-rotation {a.rotation} s, paths counted after {a.hours:g} h, full coverage followed "
-          f"for {a.horizon_hours:g} h; {len(queries)} kernel lookups (fib_multipath_hash_policy=1)")
+          f"for {a.horizon_hours:g} h; {len(queries)} kernel lookups (fib_multipath_hash_policy=1, "
+          f"hash seed {'the kernel' + chr(39) + 's' if a.hash_seed is None else a.hash_seed})")
     print("| N | flows | ports/link by then | ours: paths median (min) | random: median (min) | expected | "
           "ours: time to all N (median) | random |")
     print("|---|---|---|---|---|---|---|---|")
