@@ -12,11 +12,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "bench/prober/sim_transport.h"
 #include "collectors/prober/engine/engine.h"
 
 using namespace rdma::collectors::prober;
@@ -27,42 +27,6 @@ double cpu_now() {
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
-
-struct FakeTransport final : Transport {
-  TimePoint now{};
-  Clock::duration rtt{};
-  std::deque<TransportEvent> pending;  // ordered by .at
-  void connect(const ConnectRequest& r) override {
-    TransportEvent e;
-    e.kind = TransportEvent::Kind::kConnected;
-    e.link = r.link;
-    e.ok = true;
-    e.at = now;
-    pending.push_back(e);
-  }
-  std::optional<TimePoint> post_probe(std::uint64_t link, std::uint64_t probe, std::string&) override {
-    TransportEvent e;
-    e.kind = TransportEvent::Kind::kCompletion;
-    e.link = link;
-    e.probe = probe;
-    e.ok = true;
-    e.at = now + rtt;
-    pending.push_back(e);
-    return now;
-  }
-  void close(std::uint64_t) override {}
-  // Every peer pairs its one port with ours at once (the real pairing is a handshake per peer
-  // per pairing_refresh, on the connector thread).
-  void pair(std::uint64_t request, const PeerSpec&) override {
-    TransportEvent e;
-    e.kind = TransportEvent::Kind::kPaired;
-    e.link = request;
-    e.ok = true;
-    e.at = now;
-    e.pairs.push_back(PeerPort{{"rxe0", 1}, "rxe0", 1, "rail0", {}, {}});
-    pending.push_back(e);
-  }
-};
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -71,7 +35,7 @@ int main(int argc, char** argv) {
   const int rtt_us = argc > 3 ? std::atoi(argv[3]) : 5;
   const int flows = argc > 4 ? std::max(1, std::atoi(argv[4])) : 1;
   const int grid_us = argc > 5 ? std::max(0, std::atoi(argv[5])) : 50000;
-  FakeTransport t;
+  SimTransport t("rxe0");
   t.rtt = std::chrono::microseconds(rtt_us);
   EngineConfig cfg;
   cfg.max_peers = static_cast<std::size_t>(links);
@@ -81,16 +45,7 @@ int main(int argc, char** argv) {
   cfg.wake_grid = std::chrono::microseconds(grid_us);
   cfg.seed = 1;
   Engine engine(cfg, t, {{"rxe0", 1}});
-  std::vector<PeerSpec> peers;
-  for (int i = 0; i < links; ++i) {
-    PeerSpec p;
-    p.name = "peer-" + std::to_string(i);
-    p.address = "10.0." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1);
-    p.tcp_port = 9662;
-    p.group = "g" + std::to_string(i % 8);
-    p.source = "static";
-    peers.push_back(p);
-  }
+  const auto peers = sim_peers(links, "peer-");
   t.now = TimePoint{} + std::chrono::hours(1);
   const TimePoint start = t.now, end = start + std::chrono::seconds(seconds);
   engine.set_peers(peers, t.now);
@@ -101,11 +56,7 @@ int main(int argc, char** argv) {
   const double c0 = cpu_now();
   while (t.now < end) {
     ++wakeups;
-    events.clear();
-    while (!t.pending.empty() && t.pending.front().at <= t.now) {
-      events.push_back(std::move(t.pending.front()));
-      t.pending.pop_front();
-    }
+    t.take_due(events);
     for (const auto& e : events) engine.handle(e);
     engine.tick(t.now);
     // The bounded CQ poll: completions due within the window are handled in this wake-up.

@@ -12,52 +12,15 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <deque>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "bench/prober/sim_transport.h"
 #include "collectors/prober/engine/engine.h"
 #include "collectors/prober/wire/trace_packet.h"
 
 using namespace rdma::collectors::prober;
-
-namespace {
-struct InstantTransport final : Transport {
-  TimePoint now{};
-  std::deque<TransportEvent> pending;
-  std::vector<ConnectRequest> connects;
-  void connect(const ConnectRequest& r) override {
-    connects.push_back(r);
-    TransportEvent e;
-    e.kind = TransportEvent::Kind::kConnected;
-    e.link = r.link;
-    e.ok = true;
-    e.at = now;
-    pending.push_back(e);
-  }
-  std::optional<TimePoint> post_probe(std::uint64_t link, std::uint64_t probe, std::string&) override {
-    TransportEvent e;
-    e.kind = TransportEvent::Kind::kCompletion;
-    e.link = link;
-    e.probe = probe;
-    e.ok = true;
-    e.at = now;
-    pending.push_back(e);
-    return now;
-  }
-  void close(std::uint64_t) override {}
-  void pair(std::uint64_t request, const PeerSpec&) override {
-    TransportEvent e;
-    e.kind = TransportEvent::Kind::kPaired;
-    e.link = request;
-    e.ok = true;
-    e.at = now;
-    e.pairs.push_back(PeerPort{{"mlx5_0", 1}, "mlx5_0", 1, "rail0", {}, {}});
-    pending.push_back(e);
-  }
-};
-}  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 4) {
@@ -69,7 +32,7 @@ int main(int argc, char** argv) {
   const long seconds = std::max(1L, std::atol(argv[3]));
   const long rotation_s = argc > 4 ? std::max(0L, std::atol(argv[4])) : 60;
   const unsigned long long seed = argc > 5 ? std::strtoull(argv[5], nullptr, 10) : 1;
-  InstantTransport t;
+  SimTransport t;  // rtt 0: every probe completes in its wake-up
   EngineConfig cfg;  // the collector's defaults where it matters (prober_collector.cpp)
   cfg.jitter = 0.1;
   cfg.max_peers = static_cast<std::size_t>(links);  // per-peer mode: every link probed all along
@@ -79,15 +42,7 @@ int main(int argc, char** argv) {
   cfg.wake_grid = std::chrono::milliseconds(50);
   cfg.seed = seed ? seed : 1;
   Engine engine(cfg, t, {{"mlx5_0", 1}});
-  std::vector<PeerSpec> peers;
-  for (int i = 0; i < links; ++i) {
-    PeerSpec p;
-    p.name = "node-" + std::to_string(i);
-    p.address = "10.0." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1);
-    p.tcp_port = 9662;
-    p.source = "static";
-    peers.push_back(p);
-  }
+  const auto peers = sim_peers(links, "node-");
   t.now = TimePoint{} + std::chrono::hours(1);
   const TimePoint start = t.now, end = start + std::chrono::seconds(seconds);
   engine.set_peers(peers, t.now);
@@ -96,11 +51,7 @@ int main(int argc, char** argv) {
   std::size_t printed = 0;
   std::vector<TransportEvent> events;
   while (t.now < end) {
-    events.clear();
-    while (!t.pending.empty() && t.pending.front().at <= t.now) {
-      events.push_back(std::move(t.pending.front()));
-      t.pending.pop_front();
-    }
+    t.take_due(events);
     for (const auto& e : events) engine.handle(e);
     engine.tick(t.now);
     for (; printed < t.connects.size(); ++printed) {
