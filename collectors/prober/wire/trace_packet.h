@@ -47,8 +47,8 @@ constexpr std::uint32_t flow_label_for_offset(std::uint16_t offset) {
 // always sends from slot f, so a link's flows are evenly spread over the hash input rather than
 // by chance (two flows never share a port); inside its slot a flow starts at the link's own
 // offset (links do not all start at the same ports) and each rotation moves it by an odd step of
-// about 0.618 of the slot (coprime with
-// its width), which visits every port of the slot before repeating.
+// about 0.618 of the slot, coprime with its width, which visits every port of the slot before
+// repeating.
 std::uint32_t choose_flow_label(std::uint64_t link_seed, unsigned flow, unsigned flows, std::uint64_t rotation);
 // A stable 64-bit hash of a link's key (FNV-1a), the link_seed above.
 std::uint64_t link_seed(const std::string& key);
