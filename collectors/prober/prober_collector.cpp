@@ -328,7 +328,7 @@ class ProberCollector final : public exporter::Collector {
         p->snap = engine_->snapshot();
         if (p->snap.windows != published_windows_) {  // a window closed: its InfiniBand links for the pma routes
           published_windows_ = p->snap.windows;
-          model::ib_probe_links().publish(ib_probe_links(p->snap.window, LocalizeSettings{}), 3 * s_.engine.window);
+          model::ib_probe_links().publish(window_ib_links(p->snap.window, LocalizeSettings{}), 3 * s_.engine.window);
         }
         transport_->sample_loop_cpu();
         p->transport = transport_->counters();

@@ -135,6 +135,9 @@ def case_routes(sim, exe):
     smps = get(m, "rdma_pma_fabric_lft_smps_total") / lft_reads(e)
     print("LFT SMPs per read: %.1f, read took %.3f s" % (smps, get(m, "rdma_pma_fabric_lft_read_duration_seconds")))
     eq(get(m, "rdma_pma_fabric_lft_failures_total"), 0, "no failed table read")
+    # No prober in this process: no probe link to route, and no per-link series.
+    eq(get(m, "rdma_pma_route_probe_links"), 0, "no probe links published")
+    check(not any(n_ == "rdma_pma_route_hops" for (n_, _l) in m), "no rdma_pma_route_hops without probe links")
     before = compare_all(sim, e, lids, g, "after the first sweep")
     spines = {r[2][0] for r in before.values() if len(r) == 5}
     eq(len(spines), 2, "inter-leaf routes use both spines")
@@ -222,7 +225,7 @@ def case_routes_access(sim, exe):
     with concurrent.futures.ThreadPoolExecutor(burst) as pool:
         answers = list(pool.map(lambda i: get_with_headers(e.port, routes if i % 2 else suspects, auth), range(burst)))
     codes = sorted(a[0] for a in answers)
-    print("burst of %d: %s" % (burst, codes))
+    print("burst of %d: %s" % (burst, codes))  # which 429s were busy and which rate_limited: route_results below
     check(set(codes) <= {200, 429}, "every answer in the burst is 200 or 429 (%s)" % codes)
     ok = codes.count(200)
     check(1 <= ok <= 3, "the rate bound (2 a second, a burst of 2) admits 1 to 3 of %d: %d" % (burst, ok))
@@ -231,6 +234,7 @@ def case_routes_access(sim, exe):
         if status == 200:
             check(set(json.loads(body)) & {"routes", "suspects"}, "a 200 is the JSON answer")
     res = route_results(e, auth)
+    print("route requests by result: %s" % res)
     eq(res.get("ok", 0), ok, "each 200 counted as ok")
     eq(res.get("busy", 0) + res.get("rate_limited", 0), burst - ok, "each 429 counted as busy or rate_limited")
     time.sleep(1.1)

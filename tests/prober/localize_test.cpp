@@ -279,7 +279,7 @@ TEST_CASE("localize: the InfiniBand links of a window, each flow judged and loss
   link(flows, "mlx5_0", "r0", "c", 2, 1);                 // one lossy flow of two
   link(flows, "mlx5_0", "r0", "d", 1, 0, 5);              // too few probes to judge
   for (std::size_t i = 3; i < flows.size(); ++i) flows[i].src_lid = 7, flows[i].peer_lid = i < 5 ? 12 : 13;
-  const auto links = ib_probe_links(flows, LocalizeSettings{});
+  const auto links = window_ib_links(flows, LocalizeSettings{});
   REQUIRE(links.size() == 3);  // one entry per flow: the board sums them per link
   CHECK(links[0].dst_lid == 12);
   CHECK(links[0].src_lid == 7);

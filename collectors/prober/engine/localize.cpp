@@ -103,7 +103,7 @@ std::string_view verdict_label(Verdict v) {
   return "none";
 }
 
-std::vector<model::IbProbeLink> ib_probe_links(const std::vector<FlowOutcome>& flows, const LocalizeSettings& s) {
+std::vector<model::IbProbeLink> window_ib_links(const std::vector<FlowOutcome>& flows, const LocalizeSettings& s) {
   std::vector<model::IbProbeLink> out;
   for (const FlowOutcome& f : flows) {
     if (!f.peer_lid) continue;

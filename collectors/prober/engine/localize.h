@@ -59,7 +59,7 @@ std::vector<Finding> localize(const std::vector<FlowOutcome>& flows, const Local
 
 // The InfiniBand links of a window (flows with a peer LID), each with its judged and lossy flows
 // by the rules above: what the prober publishes for the pma collector's routes and suspects.
-std::vector<model::IbProbeLink> ib_probe_links(const std::vector<FlowOutcome>& flows, const LocalizeSettings& s);
+std::vector<model::IbProbeLink> window_ib_links(const std::vector<FlowOutcome>& flows, const LocalizeSettings& s);
 
 // Per rail rdma_prober_verdict{rail,verdict} (4 series: none, local_port, peer, path) and
 // rdma_prober_blamed{rail,verdict,subject} while a port or peer is blamed; per link
