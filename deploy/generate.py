@@ -1198,7 +1198,9 @@ def alerts():  # noqa: F811 - the table above, then the nic_health group
 # --- Fabric-wide suspect links (issue 26): every node's rdma_prober_suspect_link combined by
 # Prometheus (no central component of our own), the alert that names the link with both ends, and
 # the prober dashboard's suspect table and source x destination matrices.
-SUSPECT = "rdma_prober_suspect_link{%(selector)s}"
+# RoCE hops from the prober's traces, InfiniBand cables from the forwarding tables (the pma
+# collector, fed by the same prober's verdicts): one suspect-link view of both fabrics.
+SUSPECT = "(rdma_prober_suspect_link{%(selector)s} or rdma_pma_suspect_link{%(selector)s})"
 
 
 def suspect_link_recordings():
@@ -1207,18 +1209,21 @@ def suspect_link_recordings():
     n2 = 'rdma_prober_suspect_link{job="rdma-exporter", instance="node2", rail="0", from="10.0.0.1", to="10.1.0.1"}'
     n2b = 'rdma_prober_suspect_link{job="rdma-exporter", instance="node2", rail="1", from="10.0.0.1", to="10.1.0.1"}'
     n3 = 'rdma_prober_suspect_link{job="rdma-exporter", instance="node3", rail="0", from="10.0.0.2", to="10.1.0.2"}'
-    inputs = [(n1, "3x10"), (n2, "1x10"), (n2b, "2x10"), (n3, "1x10")]
+    ib1 = 'rdma_pma_suspect_link{job="rdma-exporter", instance="node1", rail="0", from="spine-2/3", to="leaf-3/4"}'
+    ib3 = 'rdma_pma_suspect_link{job="rdma-exporter", instance="node3", rail="1", from="spine-2/3", to="leaf-3/4"}'
+    inputs = [(n1, "3x10"), (n2, "1x10"), (n2b, "2x10"), (n3, "1x10"), (ib1, "2x10"), (ib3, "4x10")]
     link = {"from": "10.0.0.1", "to": "10.1.0.1"}
     other = {"from": "10.0.0.2", "to": "10.1.0.2"}
+    cable = {"from": "spine-2/3", "to": "leaf-3/4"}
     return [("rdma-fabric-suspect-links", [
         # Distinct nodes naming the link (each node's suspects come from its own probe pairs: two
         # nodes are two independent node pairs at least), any rail.
         ("rdma:fabric_suspect_link:nodes", "count by (from, to) (max by (job, instance, from, to) (%s > 0))" % s,
-         inputs, [(link, 2), (other, 1)]),
+         inputs, [(link, 2), (other, 1), (cable, 2)]),
         ("rdma:fabric_suspect_link:rails", "count by (from, to) (max by (rail, from, to) (%s > 0))" % s,
-         inputs, [(link, 2), (other, 1)]),
+         inputs, [(link, 2), (other, 1), (cable, 2)]),
         ("rdma:fabric_suspect_link:lossy_flows", "sum by (from, to) (%s)" % s,
-         inputs, [(link, 6), (other, 1)]),
+         inputs, [(link, 6), (other, 1), (cable, 6)]),
     ])]
 
 
@@ -1272,7 +1277,8 @@ def suspect_panels():
     return [
         row("Suspect links (fabric-wide, docs/prober.md)"),
         table("Suspect links", [
-            target('count by (from, to) (max by (job, instance, from, to) (rdma_prober_suspect_link{%s} > 0))' % sel,
+            target('count by (from, to) (max by (job, instance, from, to) ((rdma_prober_suspect_link{%s} or '
+                   'rdma_pma_suspect_link{%s}) > 0))' % (sel, sel),
                    instant=True, fmt="table")], exclude=("Time",), w=24,
               desc="Links (from -> to) that nodes' lossy flows cross and their clean flows do not; Value = nodes "
                    "naming it (2 or more fires RdmaFabricSuspectLink)."),

@@ -17,6 +17,8 @@ struct HttpResponse {
   // is, when the client accepts it.
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
+  // > 0: sent as a Retry-After header (seconds), e.g. with a 429 from a path's own rate bound.
+  int retry_after_s = 0;
 };
 
 // Called on an HTTP worker thread, possibly concurrently with itself and with collect(), with
@@ -41,6 +43,13 @@ struct RequestIdentity {
   bool authenticated() const { return !basic_auth_user.empty() || client_cert_verified; }
 };
 const RequestIdentity& request_identity();
+
+// The one access rule of the paths riskier than a scrape (/probe sends traffic, /pma/routes maps
+// the fabric): nullopt when `who` is authenticated or the operator allowed anonymous callers
+// (`allow_setting`, e.g. "collectors.prober.probe_allow_unauthenticated", says how), else the 403
+// to answer: "<what> refused: needs basic auth or a verified client certificate ...".
+std::optional<HttpResponse> refuse_unauthenticated(const RequestIdentity& who, bool allow_unauthenticated,
+                                                   std::string_view what, std::string_view allow_setting);
 
 struct HttpPath {
   std::string path;  // exact match, e.g. "/probe"

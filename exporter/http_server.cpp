@@ -65,6 +65,14 @@ thread_local RequestIdentity t_request_identity;
 std::optional<std::chrono::milliseconds> request_scrape_timeout() { return t_request_timeout; }
 const RequestIdentity& request_identity() { return t_request_identity; }
 
+std::optional<HttpResponse> refuse_unauthenticated(const RequestIdentity& who, bool allow_unauthenticated,
+                                                   std::string_view what, std::string_view allow_setting) {
+  if (who.authenticated() || allow_unauthenticated) return std::nullopt;
+  return HttpResponse{403, "text/plain; charset=utf-8",
+                      std::string(what) + " refused: needs basic auth or a verified client certificate (--web.config.file), or " +
+                          std::string(allow_setting) + ": true\n"};
+}
+
 std::optional<std::chrono::milliseconds> scrape_timeout_from_header(const char* value,
                                                                     std::chrono::milliseconds offset) {
   if (!value) return std::nullopt;
@@ -291,9 +299,10 @@ int HttpServer::handle(mg_connection* conn) {
     }
     --scrapes_in_flight_;
     if (r) {
-      const char* status_text = r->status == 200 ? "OK" : "Error";
+      const char* status_text = r->status == 200 ? "OK" : r->status == 429 ? "Too Many Requests" : "Error";
       if (r->status == 200 && r->content_type == kTextContentType) send_text(conn, r->status, status_text, r->content_type, r->body);
-      else send(conn, r->status, status_text, r->content_type, r->body);
+      else send(conn, r->status, status_text, r->content_type, r->body,
+                r->retry_after_s > 0 ? "Retry-After: " + std::to_string(r->retry_after_s) + "\r\n" : std::string());
       return r->status;
     }
   } else if (handlers_.extra_path) {

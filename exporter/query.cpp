@@ -49,7 +49,7 @@ const std::string* QueryParams::get(std::string_view name) const {
 }
 
 std::optional<QueryParams> parse_query(std::string_view query, std::initializer_list<std::string_view> known,
-                                       std::string& error, std::size_t max_value) {
+                                       std::string& error) {
   QueryParams out;
   while (!query.empty()) {
     const auto amp = query.find('&');
@@ -62,8 +62,8 @@ std::optional<QueryParams> parse_query(std::string_view query, std::initializer_
     if (!name || !value) return error = "malformed percent-encoding in parameter `" + quoted(part.substr(0, eq)) + "`", std::nullopt;
     if (std::find(known.begin(), known.end(), *name) == known.end())
       return error = "unknown parameter `" + quoted(*name) + "` (" + list(known) + ")", std::nullopt;
-    if (value->size() > max_value)
-      return error = "parameter `" + *name + "` is longer than " + std::to_string(max_value) + " bytes", std::nullopt;
+    if (value->size() > kMaxQueryValue)
+      return error = "parameter `" + *name + "` is longer than " + std::to_string(kMaxQueryValue) + " bytes", std::nullopt;
     if (!out.values_.emplace(*name, std::move(*value)).second)
       return error = "parameter `" + *name + "` given twice", std::nullopt;
   }

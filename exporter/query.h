@@ -33,18 +33,17 @@ class QueryParams {
 
  private:
   friend std::optional<QueryParams> parse_query(std::string_view, std::initializer_list<std::string_view>,
-                                                std::string&, std::size_t);
+                                                std::string&);
   std::map<std::string, std::string, std::less<>> values_;
 };
 
 // Parses `query` (without the "?"): empty `&`-separated parts are skipped; every name must be one
-// of `known`, given at most once, and at most `max_value` bytes long decoded (a path whose values
-// are lists, such as /pma/routes/suspects, passes a larger bound; the HTTP server's request size
-// bounds every query anyway). nullopt and `error` (one line naming the parameter, without a
-// trailing newline) otherwise.
+// of `known`, given at most once, and at most kMaxQueryValue bytes long decoded (the HTTP server's
+// request size bounds the whole query first). nullopt and `error` (one line naming the parameter,
+// without a trailing newline) otherwise.
 inline constexpr std::size_t kMaxQueryValue = 1024;
 std::optional<QueryParams> parse_query(std::string_view query, std::initializer_list<std::string_view> known,
-                                       std::string& error, std::size_t max_value = kMaxQueryValue);
+                                       std::string& error);
 
 // A caller's name or value as a reason may quote it: printable ASCII only (others become '?'),
 // at most 64 bytes.

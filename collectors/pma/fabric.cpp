@@ -1,4 +1,5 @@
 #include "collectors/pma/fabric.h"
+#include "collectors/pma/fabric_probe_routes.h"
 
 #include <infiniband/ibnetdisc.h>
 #include <spdlog/spdlog.h>
@@ -213,7 +214,16 @@ void FabricLoop::collect(exporter::MetricSink& out) const {
                   {{"result", result}}, count);
     out.counter("rdma_pma_fabric_target_mads_total", "PMA MADs sent for /pma target requests, retries included.", {},
                 c.mads);
+    for (const auto& [result, count] : c.route_requests)
+      out.counter("rdma_pma_fabric_route_requests_total",
+                  "/pma/routes and /pma/routes/suspects requests by result (ok, bad_request, no_tables, unauthenticated, "
+                  "busy, rate_limited).",
+                  {{"result", result}}, count);
   }
+  // The prober's links change every window, the tables with the fabric: routed at scrape time.
+  if (o_.routes)
+    if (const auto t = lft_.tables(); t && t->topology)
+      write_probe_routes(*t->topology, *t, *model::ib_probe_links().view(), o_.route_links, out);
   std::shared_ptr<const Snapshot> s;
   {
     std::lock_guard lock(snap_mu_);
@@ -440,6 +450,12 @@ void FabricLoop::count_request(const std::string& result) {
   TargetCounters& c = target_counters();
   std::lock_guard lock(c.mu);
   ++c.requests[result];
+}
+
+void FabricLoop::count_route_request(const std::string& result) {
+  TargetCounters& c = target_counters();
+  std::lock_guard lock(c.mu);
+  ++c.route_requests[result];
 }
 
 TargetAnswer FabricLoop::read_target(std::uint64_t guid, const std::vector<int>& ports,

@@ -61,6 +61,9 @@ struct FabricOptions {
   // master SM change, at most lft_max_smps SMPs a read; served at /pma/routes.
   bool routes = true;
   std::size_t lft_max_smps = 65536;
+  // Each probe link's cables as rdma_pma_route_link (fabric_probe_routes.h): opt-in, a series per
+  // cable per probe link.
+  bool route_links = false;
 };
 
 struct FabricPort {
@@ -116,6 +119,9 @@ class FabricLoop {
   std::string targets_json(std::string_view type = {}) const;
   // A request refused before any MAD (bad or unknown target): counted by reason.
   static void count_request(const std::string& result);
+  // A /pma/routes or /pma/routes/suspects request, by result (ok, bad_request, no_tables,
+  // unauthenticated, busy, rate_limited).
+  static void count_route_request(const std::string& result);
   // /pma/routes (fabric_routes.h): routes from a source over the last forwarding tables read;
   // nullopt before any read.
   std::optional<std::string> routes_json(std::uint64_t src_guid, int src_port, int dst_lid) const;

@@ -235,9 +235,13 @@ std::string routes_json(const Topology& topo, const ForwardingTables& t, std::ui
       if (n->type == "switch" ? ports.empty() : (src_port <= 0 || p.number == src_port)) ports.push_back(p.number);
   if (ports.empty()) ports.push_back(static_cast<std::uint8_t>(std::max(0, src_port)));
   std::string out = "{\"routes\":[";
-  bool first = true;
+  bool first = true, truncated = false;
   for (std::uint8_t sp : ports)
     for (std::uint16_t lid : lids) {
+      if (out.size() >= kMaxRoutesAnswer) {
+        truncated = true;
+        break;
+      }
       const Route r = compute_route(topo, t, src_guid, sp, lid);
       out += first ? "\n" : ",\n";
       first = false;
@@ -256,7 +260,7 @@ std::string routes_json(const Topology& topo, const ForwardingTables& t, std::ui
       }
       out += "]}";
     }
-  out += "\n]}\n";
+  out += std::string("\n],\"truncated\":") + (truncated ? "true" : "false") + "}\n";
   return out;
 }
 

@@ -37,8 +37,11 @@ struct LocalOptions {
 
 class PmaCollector final : public exporter::Collector {
  public:
-  PmaCollector(LocalOptions local, std::unique_ptr<FabricLoop> fabric)
-      : local_(std::move(local)), fabric_(std::move(fabric)) {}
+  PmaCollector(LocalOptions local, std::unique_ptr<FabricLoop> fabric, bool routes_allow_unauthenticated = false,
+               double routes_rate = 5)
+      : local_(std::move(local)), fabric_(std::move(fabric)),
+        routes_allow_unauthenticated_(routes_allow_unauthenticated),
+        route_gate_(std::make_unique<RouteGate>(routes_rate)) {}
 
   void start() override {
     if (fabric_) fabric_->start();
@@ -57,8 +60,13 @@ class PmaCollector final : public exporter::Collector {
     FabricLoop* f = fabric_.get();
     return {{"/pma", [f](std::string_view query) { return serve_target(*f, query); }},
             {"/pma/targets", [f](std::string_view query) { return serve_targets(*f, query); }},
-            {"/pma/routes", [f](std::string_view query) { return serve_routes(*f, query); }},
-            {"/pma/routes/suspects", [f](std::string_view query) { return serve_suspects(*f, query); }}};
+            {"/pma/routes",
+             [this, f](std::string_view query) {
+               return guarded_route_request(*f, [query](FabricLoop& l) { return serve_routes(l, query); });
+             }},
+            {"/pma/routes/suspects", [this, f](std::string_view query) {
+               return guarded_route_request(*f, [query](FabricLoop& l) { return serve_suspects(l, query); });
+             }}};
   }
 
  private:
@@ -86,41 +94,69 @@ class PmaCollector final : public exporter::Collector {
     return x;
   }
 
+  // /pma/routes and /pma/routes/suspects hand out the fabric's topology and compute routes: the
+  // access rule of /probe first (before the query is even parsed), then RouteGate's bounds.
+  // `compute` runs with the computation slot held.
+  template <class Compute>
+  exporter::HttpResponse guarded_route_request(FabricLoop& f, Compute&& compute) {
+    if (auto refusal = exporter::refuse_unauthenticated(exporter::request_identity(), routes_allow_unauthenticated_,
+                                                        "routes", "collectors.pma.fabric_routes_allow_unauthenticated")) {
+      FabricLoop::count_route_request("unauthenticated");
+      return std::move(*refusal);
+    }
+    RouteGate::Admission a = route_gate_->admit();
+    if (!a.refused.empty()) {
+      FabricLoop::count_route_request(a.refused);
+      exporter::HttpResponse r{429, "text/plain; charset=utf-8",
+                               a.refused == "busy" ? "another route request is being computed; retry\n"
+                                                   : "route requests beyond collectors.pma.fabric_routes_rate; retry\n"};
+      r.retry_after_s = route_gate_->retry_after_s();
+      return r;
+    }
+    exporter::HttpResponse r = compute(f);
+    FabricLoop::count_route_request(r.status == 200 ? "ok" : r.status == 400 ? "bad_request" : "no_tables");
+    return r;
+  }
+
+  static exporter::HttpResponse no_tables() {
+    return {503, "text/plain; charset=utf-8", "no forwarding tables read yet (fabric-routes off, or no discovery yet)\n"};
+  }
+
   // /pma/routes?src=0x<GUID>[&port=N][&dst=<LID>] (fabric_routes.h)
   static exporter::HttpResponse serve_routes(FabricLoop& f, std::string_view query) {
     std::string error;
     auto params = exporter::parse_query(query, {"src", "port", "dst"}, error);
-    if (!params) return bad(f, error);
+    if (!params) return exporter::bad_request(error);
     std::optional<std::uint64_t> src;
     int port = 0, dst = 0;
     if (const std::string* v = params->get("src")) {
       const std::string_view g = *v;
       if (!(g.starts_with("0x") || g.starts_with("0X")) || g.size() > 18 || !(src = number(g.substr(2), 16, ~0ull)))
-        return bad(f, "src '" + exporter::quoted(g) + "' is not a node GUID (0x followed by up to 16 hex digits)");
+        return exporter::bad_request("src '" + exporter::quoted(g) + "' is not a node GUID (0x followed by up to 16 hex digits)");
     }
     if (const std::string* v = params->get("port")) {
       auto n = number(*v, 10, 254);
-      if (!n || *n == 0) return bad(f, "port '" + exporter::quoted(*v) + "' is not a port number 1-254");
+      if (!n || *n == 0) return exporter::bad_request("port '" + exporter::quoted(*v) + "' is not a port number 1-254");
       port = static_cast<int>(*n);
     }
     if (const std::string* v = params->get("dst")) {
       auto n = number(*v, 10, 0xBFFF);
-      if (!n || *n == 0) return bad(f, "dst '" + exporter::quoted(*v) + "' is not a unicast LID 1-49151");
+      if (!n || *n == 0) return exporter::bad_request("dst '" + exporter::quoted(*v) + "' is not a unicast LID 1-49151");
       dst = static_cast<int>(*n);
     }
-    if (!src) return bad(f, "missing parameter 'src' (a node GUID from /pma/targets)");
+    if (!src) return exporter::bad_request("missing parameter 'src' (a node GUID from /pma/targets)");
     auto body = f.routes_json(*src, port, dst);
-    if (!body) return {503, "text/plain; charset=utf-8", "no forwarding tables read yet (fabric-routes off, or no discovery yet)\n"};
+    if (!body) return no_tables();
     return {200, "application/json", std::move(*body)};
   }
 
-  // /pma/routes/suspects?lossy=<GUID>/<port>-<LID>,...&clean=... (fabric_suspects.h)
-  static constexpr std::size_t kMaxSuspectPairs = 100000;  // a fleet's probe pairs; bounds the work
-  static constexpr std::size_t kMaxPairList = 4u << 20;     // bytes of one list (the server bounds a request first)
+  // /pma/routes/suspects?lossy=<GUID>/<port>-<LID>,...&clean=... (fabric_suspects.h). Each list is
+  // one query value (exporter/query.h: at most 1 KiB, about 40 pairs); the prober's own links feed
+  // the same intersection without a list (rdma_pma_suspect_link, docs/fabric.md).
   static exporter::HttpResponse serve_suspects(FabricLoop& f, std::string_view query) {
     std::string error;
-    auto params = exporter::parse_query(query, {"lossy", "clean"}, error, kMaxPairList);
-    if (!params) return bad(f, error);
+    auto params = exporter::parse_query(query, {"lossy", "clean"}, error);
+    if (!params) return exporter::bad_request(error);
     std::vector<FabricLoop::PairVerdict> pairs;
     bool any_lossy = false;
     for (const char* key : {"lossy", "clean"}) {
@@ -128,14 +164,13 @@ class PmaCollector final : public exporter::Collector {
       if (!v) continue;
       const bool lossy = std::string_view(key) == "lossy";
       auto list = parse_pairs(*v, lossy);
-      if (!list) return bad(f, std::string(key) + ": not a comma-separated list of <node GUID>/<port>-<LID>");
+      if (!list) return exporter::bad_request(std::string(key) + ": not a comma-separated list of <node GUID>/<port>-<LID>");
       for (const PairLoss& p : *list) pairs.push_back({p.src_guid, p.src_port, p.dst_lid, p.lossy});
       any_lossy |= lossy && !list->empty();
-      if (pairs.size() > kMaxSuspectPairs) return bad(f, "more than " + std::to_string(kMaxSuspectPairs) + " pairs");
     }
-    if (!any_lossy) return bad(f, "missing parameter 'lossy' (the pairs that lose: <node GUID>/<port>-<LID>,...)");
+    if (!any_lossy) return exporter::bad_request("missing parameter 'lossy' (the pairs that lose: <node GUID>/<port>-<LID>,...)");
     auto body = f.route_suspects_json(pairs);
-    if (!body) return {503, "text/plain; charset=utf-8", "no forwarding tables read yet (fabric-routes off, or no discovery yet)\n"};
+    if (!body) return no_tables();
     return {200, "application/json", std::move(*body)};
   }
 
@@ -298,6 +333,8 @@ class PmaCollector final : public exporter::Collector {
 
   LocalOptions local_;
   std::unique_ptr<FabricLoop> fabric_;
+  bool routes_allow_unauthenticated_ = false;
+  std::unique_ptr<RouteGate> route_gate_;  // the bounds of /pma/routes and /pma/routes/suspects
   std::map<std::string, PortState> state_;
   // What each local port's agent said about itself ("ca/port"), shared with the port collector
   // (counters-source auto): a port's attributes are read once per scrape between the two.
@@ -358,6 +395,15 @@ RDMA_REGISTER_COLLECTOR({
             {"fabric-routes", exporter::OptionType::kBool, "true",
              "Fabric mode: read every switch's linear forwarding table after each discovery and master SM change "
              "(one SMP per 64 LIDs per switch) and serve routes at /pma/routes?src=<GUID>[&port=N][&dst=<LID>]."},
+            {"fabric-routes-allow-unauthenticated", exporter::OptionType::kBool, "false",
+             "Answer /pma/routes and /pma/routes/suspects (the fabric's topology) to callers the HTTP server did not "
+             "authenticate (basic auth or a verified client certificate, --web.config.file); refused with 403 otherwise."},
+            {"fabric-routes-rate", exporter::OptionType::kInt, "5",
+             "/pma/routes and /pma/routes/suspects: requests per second at most (bursts of one second's worth), one "
+             "computed at a time; beyond, 429 with Retry-After."},
+            {"fabric-route-links", exporter::OptionType::kBool, "false",
+             "Fabric mode: also export each cable on each probe link's route (rdma_pma_route_link{device,port,dst_lid,"
+             "hop,from,to}: one series per cable per InfiniBand probe link of this node's prober)."},
             {"fabric-lft-max-smps", exporter::OptionType::kInt, "65536",
              "Fabric mode: the most LinearForwardingTable SMPs one read of the tables sends."},
             {"node-name-map", exporter::OptionType::kString, "",
@@ -373,6 +419,8 @@ RDMA_REGISTER_COLLECTOR({
       local.query.retries = static_cast<unsigned>(s.integer("retries", 0, 20));
       local.query.window = static_cast<unsigned>(s.integer("window", 1, 4096));
       std::unique_ptr<FabricLoop> fabric;
+      const bool routes_anyone = s.boolean("fabric-routes-allow-unauthenticated");
+      const auto routes_rate = static_cast<double>(s.integer("fabric-routes-rate", 1, 10000));
       if (s.boolean("fabric")) {
         FabricOptions f;
         f.ca = s.string("fabric-ca");
@@ -394,10 +442,11 @@ RDMA_REGISTER_COLLECTOR({
         f.sm_stuck_polls = static_cast<unsigned>(s.integer("fabric-sm-stuck-polls", 1, 1000));
         f.routes = s.boolean("fabric-routes");
         f.lft_max_smps = static_cast<std::size_t>(s.integer("fabric-lft-max-smps", 1, 100000000));
+        f.route_links = s.boolean("fabric-route-links");
         f.query = local.query;
         fabric = std::make_unique<FabricLoop>(std::move(f));
       }
-      return std::make_unique<PmaCollector>(std::move(local), std::move(fabric));
+      return std::make_unique<PmaCollector>(std::move(local), std::move(fabric), routes_anyone, routes_rate);
     },
 });
 

@@ -37,6 +37,22 @@ void MadBucket::debit(double n) {
   tokens_ -= n;
 }
 
+RouteGate::Admission RouteGate::admit() {
+  Admission a;
+  a.held = std::unique_lock(computing_, std::try_to_lock);
+  if (!a.held.owns_lock()) {
+    a.refused = "busy";
+    return a;
+  }
+  // A deadline already past: the token now or not at all (take() never sleeps then).
+  if (!bucket_.take(1, MadBucket::Clock::now())) {
+    a.held.unlock();
+    a.held = {};
+    a.refused = "rate_limited";
+  }
+  return a;
+}
+
 void TargetReads::prune(Clock::time_point now) {
   std::erase_if(entries_, [&](const auto& kv) { return kv.second.answer && now - kv.second.done >= ttl_; });
   // Still full (many distinct fresh reads): drop the oldest finished ones; running reads stay.

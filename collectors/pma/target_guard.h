@@ -68,11 +68,34 @@ class TargetReads {
   std::map<std::string, Entry> entries_;
 };
 
+// What keeps /pma/routes and /pma/routes/suspects from being a fabric map and a CPU sink for
+// whoever reaches the exporter (every port is reachable by a tenant): after the access rule of
+// /probe (exporter::refuse_unauthenticated, in the handler), one computation at a time -- a second
+// request while one runs is refused, not queued -- and `rate` requests per second (a MadBucket of
+// requests, bursts of one second's worth). Refusals are 429 with Retry-After.
+class RouteGate {
+ public:
+  explicit RouteGate(double rate) : bucket_(rate, 1), retry_after_s_(rate >= 1 ? 1 : static_cast<int>(1 / rate + 0.999)) {}
+  struct Admission {
+    std::unique_lock<std::mutex> held;  // the computation slot; empty when refused
+    std::string refused;                // "" (admitted), "busy" or "rate_limited"
+  };
+  // Never blocks: the slot is taken with try_lock, the token without waiting.
+  Admission admit();
+  int retry_after_s() const { return retry_after_s_; }
+
+ private:
+  std::mutex computing_;
+  MadBucket bucket_;
+  const int retry_after_s_;
+};
+
 // Process-lifetime counters of target mode (rdma_pma_fabric_target_requests_total{result},
 // rdma_pma_fabric_target_mads_total).
 struct TargetCounters {
   std::mutex mu;
   std::map<std::string, std::uint64_t> requests;  // by result
+  std::map<std::string, std::uint64_t> route_requests;  // /pma/routes and /pma/routes/suspects, by result
   std::uint64_t mads = 0;
 };
 TargetCounters& target_counters();

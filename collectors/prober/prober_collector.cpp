@@ -108,6 +108,7 @@ class ProberCollector final : public exporter::Collector {
     if (resolver_.joinable()) resolver_.join();
     if (loop_.joinable()) loop_.join();
     transport_->stop();
+    model::ib_probe_links().clear();  // a stopped prober's links are not the fabric's state
     // Closes the listening socket and the QPs now, not when the collector is destroyed: the
     // instance a reload starts next binds the same port, and start() may be called again.
     engine_.reset();
@@ -325,6 +326,10 @@ class ProberCollector final : public exporter::Collector {
         transport_->port_events(events, false);  // handled in the next round (wait() does not sleep then)
         auto p = std::make_shared<Published>();
         p->snap = engine_->snapshot();
+        if (p->snap.windows != published_windows_) {  // a window closed: its InfiniBand links for the pma routes
+          published_windows_ = p->snap.windows;
+          model::ib_probe_links().publish(window_ib_links(p->snap.window, LocalizeSettings{}), 3 * s_.engine.window);
+        }
         transport_->sample_loop_cpu();
         p->transport = transport_->counters();
         std::lock_guard lock(mu_);
@@ -350,6 +355,7 @@ class ProberCollector final : public exporter::Collector {
   std::mutex mu_;  // published_, pending peers, resolver counters
   exporter::StopSignal resolver_sleep_;  // the resolver's wait between DNS rounds
   std::shared_ptr<const Published> published_;
+  std::uint64_t published_windows_ = 0;  // loop thread: the engine window last published to model::ib_probe_links()
   std::vector<PeerSpec> pending_peers_;
   bool have_pending_ = false;
   std::uint64_t self_excluded_ = 0, over_limit_ = 0, dns_ok_ = 0, dns_errors_ = 0;

@@ -12,7 +12,9 @@
 
 #include "collectors/pma/fabric.h"
 #include "collectors/pma/fabric_routes.h"
+#include "collectors/pma/fabric_probe_routes.h"
 #include "collectors/pma/fabric_suspects.h"
+#include "tests/lib/samples.h"
 #include "sources/mad/lft_decode.h"
 
 using namespace rdma::collectors::pma;
@@ -240,4 +242,51 @@ TEST_CASE("pair lists parse as <GUID>/<port>-<LID> and reject anything else", "[
   for (const char* bad : {"1/1-3", "0x1/0-3", "0x1/1-0", "0x1/1-49152", "0x1/255-3", "0x1-3/1", "0x/1-3", "0x1/1-3,",
                           "0x1/1-3x", "0x11111111111111111/1-3"})
     CHECK_FALSE(parse_pairs(bad, true));
+}
+
+// The prober's own links (sources/model/probe_links.h) routed and intersected by the pma collector:
+// from ca-a (LID 1), 2 lossy flows to ca-c (LID 3) and 2 clean ones to ca-b (LID 2); the two cables
+// only the lossy route crosses are named (a tie: both), the shared first cable is not; unknown
+// LIDs are counted, not routed; the opt-in links list each route's cables in order.
+TEST_CASE("probe links: each one's route, the unrouted counted, the suspects from the prober's verdicts", "[pma]") {
+  using rdma::testing::u64;
+  const Topology topo = topology();
+  const ForwardingTables t = tables();
+  CHECK(port_by_lid(topo, 3)->guid == 3);
+  CHECK(port_by_lid(topo, 3)->port == 1);
+  CHECK_FALSE(port_by_lid(topo, 10));  // a switch's LID is no probe port
+  CHECK_FALSE(port_by_lid(topo, 0));
+  rdma::model::IbProbeLinksView v;
+  v.links = {{"mlx5_0", 1, 1, 2, "r0", 2, 0},
+             {"mlx5_0", 1, 1, 3, "r0", 2, 2},
+             {"mlx5_0", 1, 99, 3, "r0", 2, 2},   // the local LID is not in this fabric
+             {"mlx5_0", 1, 1, 77, "r0", 1, 0}};  // nor the peer's
+  v.dropped = 5;
+  rdma::exporter::MetricSink out;
+  write_probe_routes(topo, t, v, true, out);
+  CHECK(u64(out, "rdma_pma_route_probe_links", {}) == 4u);
+  CHECK(u64(out, "rdma_pma_route_probe_links_dropped", {}) == 5u);
+  CHECK(u64(out, "rdma_pma_route_hops", {{"device", "mlx5_0"}, {"port", "1"}, {"dst_lid", "3"}}) == 3u);
+  CHECK(u64(out, "rdma_pma_route_hops", {{"device", "mlx5_0"}, {"port", "1"}, {"dst_lid", "2"}}) == 2u);
+  CHECK(rdma::testing::count(out, "rdma_pma_route_hops") == 2);
+  CHECK(u64(out, "rdma_pma_route_unrouted_links", {{"error", "unknown_source"}}) == 1u);
+  CHECK(u64(out, "rdma_pma_route_unrouted_links", {{"error", "unknown_lid"}}) == 1u);
+  CHECK(rdma::testing::count(out, "rdma_pma_route_link") == 5);
+  CHECK(u64(out, "rdma_pma_route_link",
+            {{"device", "mlx5_0"}, {"port", "1"}, {"dst_lid", "3"}, {"hop", "2"}, {"from", "sw1/2"}, {"to", "sw2/1"}}) == 1u);
+  CHECK(u64(out, "rdma_pma_route_link",
+            {{"device", "mlx5_0"}, {"port", "1"}, {"dst_lid", "3"}, {"hop", "3"}, {"from", "sw2/2"}, {"to", "ca-c/1"}}) == 1u);
+  CHECK(rdma::testing::count(out, "rdma_pma_suspect_link") == 2);
+  CHECK(u64(out, "rdma_pma_suspect_link", {{"rail", "r0"}, {"from", "sw1/2"}, {"to", "sw2/1"}}) == 2u);
+  CHECK(u64(out, "rdma_pma_suspect_link", {{"rail", "r0"}, {"from", "sw2/2"}, {"to", "ca-c/1"}}) == 2u);
+  CHECK(u64(out, "rdma_pma_suspect_link_clean_flows", {{"rail", "r0"}, {"from", "sw1/2"}, {"to", "sw2/1"}}) == 0u);
+  CHECK_FALSE(u64(out, "rdma_pma_suspect_link", {{"rail", "r0"}, {"from", "ca-a/1"}, {"to", "sw1/1"}}));  // carries clean flows
+
+  // Default: no per-cable series; all clean: no suspect.
+  for (auto& l : v.links) l.lossy_flows = 0;
+  rdma::exporter::MetricSink quiet;
+  write_probe_routes(topo, t, v, false, quiet);
+  CHECK(rdma::testing::count(quiet, "rdma_pma_route_link") == 0);
+  CHECK(rdma::testing::count(quiet, "rdma_pma_suspect_link") == 0);
+  CHECK(rdma::testing::count(quiet, "rdma_pma_route_hops") == 2);
 }

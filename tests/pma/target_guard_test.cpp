@@ -68,3 +68,24 @@ TEST_CASE("MAD bucket: a burst is served at once, then reads wait for tokens or 
   bucket.debit(1000);                                     // retries sent beyond what was taken
   CHECK_FALSE(bucket.take(1, MadBucket::Clock::now() + 1s));  // 10 s of debt: refused, nothing taken
 }
+
+TEST_CASE("route gate: one computation at a time, a request rate, neither waits") {
+  RouteGate gate(1);  // 1 request a second, a burst of 1
+  {
+    RouteGate::Admission first = gate.admit();
+    REQUIRE(first.refused.empty());
+    REQUIRE(first.held.owns_lock());
+    // While the first computes, another thread is refused at once (busy), not queued behind it.
+    std::string second;
+    std::thread([&] { second = gate.admit().refused; }).join();
+    CHECK(second == "busy");
+  }
+  // The slot is free again, but the second's token is spent: refused, holding nothing.
+  const RouteGate::Admission over = gate.admit();
+  CHECK(over.refused == "rate_limited");
+  CHECK_FALSE(over.held.owns_lock());
+  CHECK(gate.retry_after_s() == 1);
+  CHECK(RouteGate(0.25).retry_after_s() == 4);
+  std::this_thread::sleep_for(1100ms);  // one second refills one token
+  CHECK(gate.admit().refused.empty());
+}

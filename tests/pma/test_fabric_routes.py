@@ -10,19 +10,29 @@ with these real routes and a loss verdict per pair given in the request, as a pr
 pairs chosen so that exactly one cable is on all the lossy routes and on no clean one are named
 with that cable, both ends.
 
-usage: test_fabric_routes.py --exporter PATH routes
+routes_access (hardening): who may ask. Without a web config every caller is anonymous: both paths
+answer 403 before reading the query; with basic auth (--web.config.file) an authenticated caller
+gets 200, and a burst of parallel requests beyond the rate bound gets 429 with Retry-After, each
+answer counted by result.
+
+usage: test_fabric_routes.py --exporter PATH routes|routes_access
 Exit 0 = pass, else fail (also when the simulator cannot be installed or started).
 """
+import base64
+import concurrent.futures
+import crypt
 import json
 import os
 import re
 import sys
 import time
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from exporter_harness import take_exporter_arg  # noqa: E402
-from ibsim_harness import Exporter, Sim, SetupError, get, run_sim_case, wait_for  # noqa: E402
+from ibsim_harness import Exporter, Sim, SetupError, get, parse_metrics, run_sim_case, wait_for  # noqa: E402
 from test_pma import FAILS, check, eq, http_get  # noqa: E402
 
 # Two spines, three leaves, two single-port hosts per leaf: between leaves there are two paths, and
@@ -113,8 +123,11 @@ def case_routes(sim, exe):
     lids = sim.lids()
     g = guids(sim)
     eq(sorted(h for h in HOSTS if h in g and h in lids), sorted(HOSTS), "every host has a GUID and a LID")
+    # This case compares 60 routes with ibtracert's, one request each: anonymous callers allowed and
+    # the rate lifted (the bounds themselves are routes_access's).
     e = Exporter(sim, exe, "--collector.pma.fabric", "--collector.pma.fabric-snapshot=false",
-                 "--collector.pma.fabric-period=300ms", "--collector.pma.fabric-discovery-period=1s")
+                 "--collector.pma.fabric-period=300ms", "--collector.pma.fabric-discovery-period=1s",
+                 "--collector.pma.fabric-routes-allow-unauthenticated", "--collector.pma.fabric-routes-rate=10000")
     wait_for(lambda: lft_reads(e) >= 1, 60, what="a first forwarding table read")
     m = e.metrics()
     eq(get(m, "rdma_pma_fabric_lft_switches"), 5, "the tables of all 5 switches")
@@ -122,6 +135,9 @@ def case_routes(sim, exe):
     smps = get(m, "rdma_pma_fabric_lft_smps_total") / lft_reads(e)
     print("LFT SMPs per read: %.1f, read took %.3f s" % (smps, get(m, "rdma_pma_fabric_lft_read_duration_seconds")))
     eq(get(m, "rdma_pma_fabric_lft_failures_total"), 0, "no failed table read")
+    # No prober in this process: no probe link to route, and no per-link series.
+    eq(get(m, "rdma_pma_route_probe_links"), 0, "no probe links published")
+    check(not any(n_ == "rdma_pma_route_hops" for (n_, _l) in m), "no rdma_pma_route_hops without probe links")
     before = compare_all(sim, e, lids, g, "after the first sweep")
     spines = {r[2][0] for r in before.values() if len(r) == 5}
     eq(len(spines), 2, "inter-leaf routes use both spines")
@@ -159,6 +175,75 @@ def case_routes(sim, exe):
     eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
 
 
+def get_with_headers(port, path, headers):
+    """(status, body, response headers) of GET path, 4xx/5xx included."""
+    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, r.read().decode(), r.headers
+    except urllib.error.HTTPError as x:
+        return x.code, x.read().decode(), x.headers
+
+
+def route_results(e, headers):
+    """rdma_pma_fabric_route_requests_total by result."""
+    m = parse_metrics(e.get(headers=headers)[2])
+    return {dict(l)["result"]: v for (n_, l), v in m.items() if n_ == "rdma_pma_fabric_route_requests_total"}
+
+
+def case_routes_access(sim, exe):
+    lids = sim.lids()
+    g = guids(sim)
+    src, dst = g[HOSTS[0]], lids[HOSTS[-1]][1]
+    routes = "/pma/routes?src=%s&dst=%d" % (src, dst)
+    suspects = "/pma/routes/suspects?lossy=%s/1-%d" % (src, dst)
+    common = ("--collector.pma.fabric", "--collector.pma.fabric-snapshot=false", "--collector.pma.fabric-period=300ms",
+              "--collector.pma.fabric-discovery-period=1s")
+    # No web config: nobody is authenticated, so nobody maps the fabric (not even with a bad query).
+    e = Exporter(sim, exe, *common)
+    wait_for(lambda: lft_reads(e) >= 1, 60, what="a first forwarding table read")
+    for path in (routes, suspects, "/pma/routes?src=zz"):
+        status, body, _ = get_with_headers(e.port, path, {})
+        eq(status, 403, "anonymous %s: 403" % path)
+        check("refused: needs basic auth or a verified client certificate" in body, "the 403 says why (%r)" % body[:120])
+    eq(route_results(e, {}).get("unauthenticated"), 3, "the refusals are counted")
+    eq(http_get(e.port, "/pma/targets")[0], 200, "/pma/targets is not behind the rule (Prometheus' service discovery)")
+    eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
+
+    # Basic auth: an authenticated caller is answered; the burst bound (2 a second) holds.
+    hashed = crypt.crypt("s3cret", crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16))
+    web = os.path.join(sim.dir, "web.yml")
+    with open(web, "w") as f:
+        f.write("basic_auth_users:\n  prometheus: '%s'\n" % hashed)
+    auth = {"Authorization": "Basic " + base64.b64encode(b"prometheus:s3cret").decode()}
+    e = Exporter(sim, exe, *common, "--web.config.file=" + web, "--collector.pma.fabric-routes-rate=2")
+    wait_for(lambda: get(parse_metrics(e.get(headers=auth)[2]), "rdma_pma_fabric_lft_reads_total") >= 1, 60,
+             what="a first forwarding table read")
+    eq(get_with_headers(e.port, routes, {})[0], 401, "no credentials: 401 from the server, before the path")
+    time.sleep(1.1)  # a full bucket: the bound below starts from a burst of 2
+    burst = 12
+    with concurrent.futures.ThreadPoolExecutor(burst) as pool:
+        answers = list(pool.map(lambda i: get_with_headers(e.port, routes if i % 2 else suspects, auth), range(burst)))
+    codes = sorted(a[0] for a in answers)
+    print("burst of %d: %s" % (burst, codes))  # which 429s were busy and which rate_limited: route_results below
+    check(set(codes) <= {200, 429}, "every answer in the burst is 200 or 429 (%s)" % codes)
+    ok = codes.count(200)
+    check(1 <= ok <= 3, "the rate bound (2 a second, a burst of 2) admits 1 to 3 of %d: %d" % (burst, ok))
+    check(all(a[2].get("Retry-After") == "1" for a in answers if a[0] == 429), "every 429 says Retry-After: 1")
+    for status, body, _ in answers:
+        if status == 200:
+            check(set(json.loads(body)) & {"routes", "suspects"}, "a 200 is the JSON answer")
+    res = route_results(e, auth)
+    print("route requests by result: %s" % res)
+    eq(res.get("ok", 0), ok, "each 200 counted as ok")
+    eq(res.get("busy", 0) + res.get("rate_limited", 0), burst - ok, "each 429 counted as busy or rate_limited")
+    time.sleep(1.1)
+    status, body, _ = get_with_headers(e.port, routes, auth)
+    eq(status, 200, "after a second an authenticated request is answered again")
+    check(json.loads(body)["truncated"] is False, "the answer is whole")
+    eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
+
+
 def main():
     exe = take_exporter_arg()
     case = sys.argv[1]
@@ -167,7 +252,7 @@ def main():
     except SetupError as s:
         print("FAIL - test bed:", s)
         return 1
-    return run_sim_case(sim, case, {"routes": case_routes}, FAILS, exe)
+    return run_sim_case(sim, case, {"routes": case_routes, "routes_access": case_routes_access}, FAILS, exe)
 
 
 if __name__ == "__main__":

@@ -272,3 +272,26 @@ TEST_CASE("localize: no flows, no findings and no series", "[localize]") {
   write_localization_metrics({}, {}, {}, out);
   CHECK(out.families().empty());
 }
+
+TEST_CASE("localize: the InfiniBand links of a window, each flow judged and lossy by the same rule", "[localize]") {
+  std::vector<FlowOutcome> flows;
+  link(flows, "rxeA1", "r0", "b", 3, 1);                  // RoCE: no LID, not published
+  link(flows, "mlx5_0", "r0", "c", 2, 1);                 // one lossy flow of two
+  link(flows, "mlx5_0", "r0", "d", 1, 0, 5);              // too few probes to judge
+  for (std::size_t i = 3; i < flows.size(); ++i) flows[i].src_lid = 7, flows[i].peer_lid = i < 5 ? 12 : 13;
+  const auto links = window_ib_links(flows, LocalizeSettings{});
+  REQUIRE(links.size() == 3);  // one entry per flow: the board sums them per link
+  CHECK(links[0].dst_lid == 12);
+  CHECK(links[0].src_lid == 7);
+  CHECK(links[0].judged_flows == 1);
+  CHECK(links[0].lossy_flows == 1);
+  CHECK(links[1].lossy_flows == 0);
+  CHECK(links[2].dst_lid == 13);
+  CHECK(links[2].judged_flows == 0);
+  rdma::model::IbProbeLinkBoard board;
+  board.publish(links, std::chrono::hours(1));
+  const auto v = board.view();
+  REQUIRE(v->links.size() == 2);
+  CHECK(v->links[0].judged_flows == 2);
+  CHECK(v->links[0].lossy_flows == 1);
+}

@@ -49,3 +49,18 @@ TEST_CASE("bad_request: 400 with one line") {
   CHECK(r.content_type == "text/plain; charset=utf-8");
   CHECK(r.body == "no such thing\n");
 }
+
+TEST_CASE("refuse_unauthenticated: the one access rule of /probe and /pma/routes") {
+  RequestIdentity anonymous, user, cert;
+  user.basic_auth_user = "prometheus";
+  cert.client_cert_verified = true;
+  auto r = refuse_unauthenticated(anonymous, false, "routes", "collectors.pma.fabric_routes_allow_unauthenticated");
+  REQUIRE(r);
+  CHECK(r->status == 403);
+  CHECK(r->body ==
+        "routes refused: needs basic auth or a verified client certificate (--web.config.file), or "
+        "collectors.pma.fabric_routes_allow_unauthenticated: true\n");
+  CHECK_FALSE(refuse_unauthenticated(user, false, "routes", "x"));
+  CHECK_FALSE(refuse_unauthenticated(cert, false, "routes", "x"));
+  CHECK_FALSE(refuse_unauthenticated(anonymous, true, "routes", "x"));  // the operator's choice
+}

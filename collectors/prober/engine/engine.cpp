@@ -332,6 +332,8 @@ void Engine::close_window(TimePoint now) {
     f.sent = std::exchange(l.window_sent, 0);
     f.lost = std::exchange(l.window_lost, 0);
     f.local_port_up = !down_.count(l.local);
+    f.src_lid = l.target.source_lid;
+    f.peer_lid = l.target.dest_lid;
     last_window_.push_back(std::move(f));
   }
   ++windows_;

@@ -66,6 +66,9 @@ struct PeerPort {
   std::uint32_t port = 0;  // the peer's port number (0 with an empty device)
   std::string rail;        // the pair's rail label, "" when unknown
   Gid source{}, dest{};    // the pair's GIDs; zero: the transport chooses
+  // InfiniBand: the LIDs of the local port and of the peer's port (its port table), for the pma
+  // collector's routes (sources/model/probe_links.h); 0 on RoCE or when unknown.
+  std::uint16_t source_lid = 0, dest_lid = 0;
   bool operator==(const PeerPort&) const = default;
 };
 

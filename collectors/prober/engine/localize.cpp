@@ -103,6 +103,16 @@ std::string_view verdict_label(Verdict v) {
   return "none";
 }
 
+std::vector<model::IbProbeLink> window_ib_links(const std::vector<FlowOutcome>& flows, const LocalizeSettings& s) {
+  std::vector<model::IbProbeLink> out;
+  for (const FlowOutcome& f : flows) {
+    if (!f.peer_lid) continue;
+    // One entry per flow; the board sums the flows of one link.
+    out.push_back({f.device, f.port, f.src_lid, f.peer_lid, f.rail, judged(f, s) ? 1u : 0u, lossy(f, s) ? 1u : 0u});
+  }
+  return out;
+}
+
 std::vector<Finding> localize(const std::vector<FlowOutcome>& flows, const LocalizeSettings& s) {
   std::map<std::string, std::vector<const FlowOutcome*>> rails;
   for (const auto& f : flows) rails[f.rail].push_back(&f);

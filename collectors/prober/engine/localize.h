@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "exporter/metrics.h"
+#include "sources/model/probe_links.h"
 
 namespace rdma::collectors::prober {
 
@@ -22,6 +23,7 @@ struct FlowOutcome {
   unsigned flow = 0;                        // index within the link
   std::uint64_t sent = 0, lost = 0;         // probes in the window; lost = timed out or error completion
   bool local_port_up = true;                // false: the local port was not ACTIVE (not probed)
+  std::uint16_t src_lid = 0, peer_lid = 0;  // InfiniBand: the two ports' LIDs (0: RoCE, unknown)
 };
 
 enum class Verdict : std::uint8_t { kNone, kLocalPort, kPeer, kPath };
@@ -54,6 +56,10 @@ struct Finding {
 
 // One Finding per rail present in `flows`, sorted by rail.
 std::vector<Finding> localize(const std::vector<FlowOutcome>& flows, const LocalizeSettings& s);
+
+// The InfiniBand links of a window (flows with a peer LID), each with its judged and lossy flows
+// by the rules above: what the prober publishes for the pma collector's routes and suspects.
+std::vector<model::IbProbeLink> window_ib_links(const std::vector<FlowOutcome>& flows, const LocalizeSettings& s);
 
 // Per rail rdma_prober_verdict{rail,verdict} (4 series: none, local_port, peer, path) and
 // rdma_prober_blamed{rail,verdict,subject} while a port or peer is blamed; per link

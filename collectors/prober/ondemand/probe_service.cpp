@@ -71,11 +71,11 @@ exporter::HttpResponse ProbeService::handle(std::string_view query, const export
   // Before anything reaches the network: an anonymous caller is refused unless the config says
   // otherwise (docs/probe.md, "Access"). Not logged above debug: a stranger could flood the log.
   const bool authenticated = who.authenticated();
-  if (!authenticated && !access_.allow_unauthenticated) {
+  if (auto refusal = exporter::refuse_unauthenticated(who, access_.allow_unauthenticated, "probe",
+                                                      "collectors.prober.probe_allow_unauthenticated")) {
     counts.add(module_label, "unauthenticated");
     spdlog::debug("probe: refused an unauthenticated request");
-    return refused("needs basic auth or a verified client certificate (--web.config.file), or "
-                   "collectors.prober.probe_allow_unauthenticated: true");
+    return std::move(*refusal);
   }
   // A request that cannot run is 400 with its reason (exporter/query.h, as blackbox_exporter);
   // one that ran and failed is 200 with probe_success 0.

@@ -486,9 +486,11 @@ bool VerbsTransport::do_pair(std::uint64_t request, const PeerSpec& peer) {
     return answer("pairing_" + std::string(decode_status_label(table.status == DecodeStatus::kOk ? DecodeStatus::kBadType : table.status))), false;
   const auto& theirs = std::get<PortTable>(*table.message).ports;
   const auto ours = describe_ports(devices_, opts_.rails);
+  // On InfiniBand both LIDs travel with the pair: the pma collector routes the link by them.
+  auto lid = [](const TablePort& t) { return t.link_layer == LinkLayer::kInfiniBand ? t.lid : std::uint16_t{0}; };
   for (const auto& p : pair_ports(ours, theirs, opts_.cross_rail, address_gid(peer.address)))
     e.pairs.push_back(PeerPort{{ours[p.local].device, ours[p.local].port}, theirs[p.peer].device, theirs[p.peer].port, p.rail,
-                               p.source, p.dest});
+                               p.source, p.dest, lid(ours[p.local]), lid(theirs[p.peer])});
   if (e.pairs.empty())
     spdlog::debug("prober: {} ({}) shares no rail with this host: no links (rails:, cross_rail)", peer.name,
                   std::get<PortTable>(*table.message).name);
