@@ -12,6 +12,7 @@
 #include "collectors/prober/engine/trace_scheduler.h"
 #include "collectors/prober/engine/traces_endpoint.h"
 #include "collectors/prober/wire/handshake_io.h"
+#include "engine_events.h"
 
 using namespace rdma::collectors::prober;
 using namespace std::chrono_literals;
@@ -244,31 +245,16 @@ struct Rig {
     p.tcp_port = 9662;
     engine.set_peers({p}, T0);
   }
-  // One loop round: tick, answer pairings and connects (connects succeed unless `refuse`), tick.
+  // One loop round: tick, answer pairings and connects (every connect succeeds), tick.
   void round(TimePoint now, bool complete) {
     t.now = now;
     const auto before = t.posts.size();
     engine.tick(now);
-    for (const auto& [request, p] : std::exchange(t.pairings, {})) {
-      TransportEvent ev;
-      ev.kind = TransportEvent::Kind::kPaired;
-      ev.link = request;
-      ev.ok = true;
-      ev.at = now;
-      ev.pairs.push_back(PeerPort{kPort, "rxe1", 1, "r1", {}, {}});
-      engine.handle(ev);
-    }
+    for (const auto& [request, p] : std::exchange(t.pairings, {}))
+      engine.handle(testing::paired(request, {PeerPort{kPort, "rxe1", 1, "r1", {}, {}}}, now));
     for (; answered < t.connects.size(); ++answered) engine.handle(connected(t.connects[answered], now));
     if (complete)
-      for (auto i = before; i < t.posts.size(); ++i) {
-        TransportEvent c;
-        c.kind = TransportEvent::Kind::kCompletion;
-        c.link = t.posts[i].first;
-        c.probe = t.posts[i].second;
-        c.ok = true;
-        c.at = now + 10us;
-        engine.handle(c);
-      }
+      for (auto i = before; i < t.posts.size(); ++i) engine.handle(testing::completion(t.posts[i].first, t.posts[i].second, now + 10us));
     engine.tick(now);
   }
   void run(TimePoint from, TimePoint until, bool complete) {
