@@ -118,7 +118,7 @@ class ProberCollector final : public exporter::Collector {
     transport_->wake();
     if (resolver_.joinable()) resolver_.join();
     if (loop_.joinable()) loop_.join();
-    if (traces_) traces_->stop();  // a trace in progress ends at its next packet or hop wait
+    if (traces_) traces_->stop();  // a trace in progress ends at its next packet (within one trace-timeout)
     transport_->stop();
     // Closes the listening socket and the QPs now, not when the collector is destroyed: the
     // instance a reload starts next binds the same port, and start() may be called again.
