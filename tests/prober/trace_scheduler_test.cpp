@@ -324,7 +324,7 @@ TEST_CASE("trace_scheduler: a flow judged lossy gets a fresh trace, ahead, a rec
   CHECK(r.sched.counters().queued == 2);
   // The lost probes stalled the QPs, which reconnected with their labels: no plain trace again.
   CHECK(r.t.connects.size() > 2);
-  for (const auto& c : r.t.connects) CHECK((c.flow_label == r.t.connects[0].flow_label || c.flow_label == r.t.connects[1].flow_label));
+  for (const auto& conn : r.t.connects) CHECK((conn.flow_label == r.t.connects[0].flow_label || conn.flow_label == r.t.connects[1].flow_label));
   while (r.sched.run_next()) {
   }
   CHECK(r.tracer.traced.size() == traced + 2);

@@ -110,7 +110,7 @@ std::vector<model::IbProbeLink> window_ib_links(const std::vector<FlowOutcome>& 
   for (const FlowOutcome& f : flows) {
     if (!f.peer_lid) continue;
     // One entry per flow; the board sums the flows of one link.
-    out.push_back({f.device, f.port, f.src_lid, f.peer_lid, f.rail, judged(f, s) ? 1u : 0u, lossy(f, s) ? 1u : 0u});
+    out.push_back({f.device, f.port, f.src_lid, f.peer_lid, f.rail, flow_judged(f, s) ? 1u : 0u, flow_lossy(f, s) ? 1u : 0u});
   }
   return out;
 }
