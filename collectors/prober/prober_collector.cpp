@@ -17,6 +17,9 @@
 #include "collectors/prober/engine/config.h"
 #include "collectors/prober/engine/engine.h"
 #include "collectors/prober/engine/localize.h"
+#include "collectors/prober/engine/trace_scheduler.h"
+#include "collectors/prober/engine/traces_endpoint.h"
+#include "collectors/prober/wire/path_tracer.h"
 #include "exporter/thread.h"
 #include "collectors/prober/ondemand/probe_service.h"
 #include "collectors/prober/verbs/verbs_transport.h"
@@ -39,6 +42,8 @@ struct Settings {
   std::size_t peers_limit = 4096;
   std::map<std::string, ProbeModule> probe_modules;  // empty: no /probe
   ProbeAccess probe_access;
+  bool trace = true;  // path tracing (docs/prober.md, "Path tracing")
+  TraceSchedulerConfig tracing;
 };
 
 // The peers as /probe targets: every numeric address of the static list and the resolved ones.
@@ -51,6 +56,7 @@ PeerEndpoints endpoints_of(const std::vector<PeerSpec>& peers) {
 struct Published {
   Snapshot snap;
   TransportCounters transport;
+  std::optional<TraceCounters> tracing;  // with tracing on
   std::uint64_t self_excluded = 0, over_limit = 0, dns_ok = 0, dns_errors = 0;
 };
 
@@ -91,6 +97,11 @@ class ProberCollector final : public exporter::Collector {
     transport_ = std::move(t);
     s_.engine.max_links = std::max<std::size_t>(1, s_.engine.max_links);
     engine_ = std::make_unique<Engine>(s_.engine, *transport_, transport_->local_ports());
+    if (s_.trace) {
+      traces_ = std::make_unique<TraceScheduler>(s_.tracing, tracer_);
+      engine_->set_tracer(traces_.get());
+      traces_->start();
+    }
     std::string ports;
     for (const auto& p : transport_->local_ports()) ports += (ports.empty() ? "" : ", ") + p.device + "/" + std::to_string(p.port);
     spdlog::info("prober: on, local ports {}, responder on {}:{}", ports,
@@ -107,20 +118,32 @@ class ProberCollector final : public exporter::Collector {
     transport_->wake();
     if (resolver_.joinable()) resolver_.join();
     if (loop_.joinable()) loop_.join();
+    if (traces_) traces_->stop();  // a trace in progress ends at its next packet or hop wait
     transport_->stop();
     // Closes the listening socket and the QPs now, not when the collector is destroyed: the
     // instance a reload starts next binds the same port, and start() may be called again.
     engine_.reset();
+    traces_.reset();
     transport_.reset();
   }
 
   // /probe (docs/probe.md) when probe modules are configured; it runs whether or not the
   // prober's own loop found a device (a request then fails with no_local_port).
   std::vector<exporter::HttpPath> http_paths() override {
-    if (!probe_.enabled()) return {};
-    return {{"/probe", [this](std::string_view query) {
-               return probe_.handle(query, exporter::request_identity(), exporter::request_scrape_timeout());
-             }}};
+    std::vector<exporter::HttpPath> paths{{"/prober/traces", [this](std::string_view) {
+                                             std::shared_ptr<const Published> p;
+                                             {
+                                               std::lock_guard lock(mu_);
+                                               p = published_;
+                                             }
+                                             return traces_response(p ? &p->snap.traces : nullptr, s_.trace,
+                                                                    exporter::request_identity());
+                                           }}};
+    if (probe_.enabled())
+      paths.push_back({"/probe", [this](std::string_view query) {
+                         return probe_.handle(query, exporter::request_identity(), exporter::request_scrape_timeout());
+                       }});
+    return paths;
   }
 
   void collect(const exporter::ScrapeContext& ctx, MetricSink& out) override {
@@ -133,6 +156,7 @@ class ProberCollector final : public exporter::Collector {
     out.gauge("rdma_prober_active", "1 when the prober runs (an RDMA device was found and the responder listens), else 0.", {},
               p ? 1.0 : 0.0);
     if (!p) return;
+    write_tracing(*p, s_.trace, out);
     // A responder thread that ended on its own (it logged why) leaves this node out of every
     // peer's mesh: an error on every scrape until the prober is restarted (a reload does).
     if (!p->transport.responder_up)
@@ -254,6 +278,29 @@ class ProberCollector final : public exporter::Collector {
     }
   }
 
+  // The path tracer's series (docs/metrics.md): its state, what it sent and read, the traces by
+  // result, and the suspect links of the last window with the paths seen per link.
+  static void write_tracing(const Published& p, bool on, MetricSink& out) {
+    const std::string state = !on ? "off" : p.tracing ? p.tracing->state : "available";
+    out.gauge("rdma_prober_tracer_state",
+              "1 for the path tracer's state: available, off (trace: false), permission or socket (its sockets cannot be "
+              "set up on this host).",
+              {{"state", state}}, 1);
+    if (!p.tracing) return;
+    const auto& c = *p.tracing;
+    for (const auto& [result, n] : c.results)
+      out.counter("rdma_prober_traces_total",
+                  "Path traces of the prober's flows by result: complete, partial, or why not (port_in_use, no_answer, "
+                  "no_route, permission, socket, stopped).",
+                  {{"result", result}}, n);
+    out.counter("rdma_prober_trace_packets_total", "TTL-limited trace packets sent.", {}, c.packets);
+    out.counter("rdma_prober_trace_answers_total", "ICMP answers (time exceeded, unreachable) read for trace packets.", {},
+                c.answers);
+    out.counter("rdma_prober_trace_queue_full_total", "Trace requests dropped because the queue was full.", {}, c.queue_full);
+    out.gauge_u64("rdma_prober_trace_queued", "Trace requests waiting.", {}, c.queued);
+    if (p.snap.book) write_suspect_metrics(p.snap.suspects, *p.snap.book, p.snap.window, out);
+  }
+
   static void write_stats(const std::vector<double>& buckets, const Stats& st, const Labels& l, const std::string& prefix,
                           MetricSink& out) {
     out.add(prefix + "rtt_seconds", exporter::MetricType::kHistogram,
@@ -327,6 +374,7 @@ class ProberCollector final : public exporter::Collector {
         p->snap = engine_->snapshot();
         transport_->sample_loop_cpu();
         p->transport = transport_->counters();
+        if (traces_) p->tracing = traces_->counters();
         std::lock_guard lock(mu_);
         p->self_excluded = self_excluded_, p->over_limit = over_limit_, p->dns_ok = dns_ok_, p->dns_errors = dns_errors_;
         published_ = std::move(p);
@@ -344,6 +392,8 @@ class ProberCollector final : public exporter::Collector {
   std::shared_ptr<verbs::DeviceEvents> device_events_;  // the daemon's device contexts and async events
   ProbeService probe_;
   std::unique_ptr<VerbsTransport> transport_;
+  SocketPathTracer tracer_;
+  std::unique_ptr<TraceScheduler> traces_;  // with trace: true
   std::unique_ptr<Engine> engine_;
   std::atomic<bool> running_{false};
   std::thread loop_, resolver_;
@@ -477,6 +527,12 @@ Settings settings_from(const exporter::CollectorSettings& s) {
     a.target_ports.insert(static_cast<std::uint16_t>(port));
   }
   if (a.target_ports.empty()) a.target_ports = {t.listen.port, out.sources.dns_port};
+  out.trace = s.boolean("trace");
+  out.tracing.rate = static_cast<double>(s.integer("trace-rate", 1, 1000));
+  out.tracing.burst = static_cast<double>(s.integer("trace-burst", 1, 64));
+  e.trace.max_hops = static_cast<unsigned>(s.integer("trace-max-hops", 1, static_cast<std::int64_t>(TraceBook::kMaxHops)));
+  e.trace.hop_timeout = s.positive_duration("trace-timeout");
+  if (e.trace.hop_timeout > std::chrono::seconds(5)) throw s.error("trace-timeout", "at most 5s (one hop's wait)");
   if (!out.probe_modules.empty() && t.secret.empty())
     throw s.error("probe-modules", "needs a shared secret (collectors.prober.secret_file, --collector.prober.secret-file): "
                                    "responders refuse probe sessions without one");
@@ -543,6 +599,13 @@ RDMA_REGISTER_COLLECTOR({
              "Handshakes this prober runs at once (peers in turn, one at a time per peer)."},
             {"peers-limit", exporter::OptionType::kInt, "4096", "Most peers taken from the static list and DNS."},
             {"node-name", exporter::OptionType::kString, "", "Name sent in handshakes (default: host name)."},
+            {"trace", exporter::OptionType::kBool, "true",
+             "Trace each RoCE v2 flow's path (TTL-limited UDP packets from the flow's 5-tuple, ICMP answers from the socket's "
+             "error queue) when it is created and when it turns lossy; names suspect links (docs/prober.md, Path tracing)."},
+            {"trace-rate", exporter::OptionType::kInt, "10", "Trace packets per second per local port (1..1000)."},
+            {"trace-burst", exporter::OptionType::kInt, "10", "Trace packets a local port may send at once (1..64)."},
+            {"trace-max-hops", exporter::OptionType::kInt, "8", "Most TTLs one trace sends (1..16)."},
+            {"trace-timeout", exporter::OptionType::kDuration, "250ms", "How long a trace waits for one hop's answer (at most 5s)."},
             {"probe-modules", exporter::OptionType::kYaml, "",
              "YAML map of on-demand probe modules for /probe (docs/probe.md): name -> kind (write_bw or write_lat), size, "
              "qps, iterations or duration, tx_depth, timeout. None: /probe is off."},

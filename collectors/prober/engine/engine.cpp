@@ -1,10 +1,13 @@
 #include "collectors/prober/engine/engine.h"
 
+#include "collectors/prober/wire/handshake_io.h"
 #include "collectors/prober/wire/trace_packet.h"
 
 #include <algorithm>
 #include <functional>
 #include <set>
+
+#include "sources/model/suspect_links.h"
 
 namespace rdma::collectors::prober {
 
@@ -96,6 +99,7 @@ void Engine::rebuild_links() {
         have_link.stats_key != stats_key(*s->second.first, have_link.local)) {
       for (const auto& pr : it->second.in_flight)
         if (!pr.expired && it->second.state == State::kUp) ++stats_of(it->second).lost;
+      forget_traces(it->second);
       transport_.close(it->first);
       it = links_.erase(it);
     } else {
@@ -258,6 +262,12 @@ void Engine::handle_link(Link& l, const TransportEvent& e) {
       if (l.state != State::kConnecting) return;
       l.state = State::kUp;
       l.failing = false;
+      if (e.trace) {
+        l.trace_target = e.trace;
+        // A new flow (first connect, or re-created by rotation) is traced; a reconnect that kept
+        // the flow label kept its 5-tuple, so its trace stands.
+        if (l.traced_label != l.flow_label) request_trace(l, false);
+      }
       l.connect_seconds = std::max(0.0, Seconds(e.at - l.connect_started).count());
       ++stats_of(l).connects;
       l.last_ok = true;
@@ -317,25 +327,77 @@ void Engine::handle_link(Link& l, const TransportEvent& e) {
   }
 }
 
+FlowOutcome Engine::outcome_of(const Link& l) const {
+  FlowOutcome f;
+  f.device = l.local.device;
+  f.port = l.local.port;
+  f.rail = l.target.rail;
+  f.peer = l.peer.name;
+  f.peer_device = l.target.device;
+  f.peer_port = l.target.port;
+  f.flow = l.flow;
+  f.local_port_up = !down_.count(l.local);
+  return f;
+}
+
 void Engine::close_window(TimePoint now) {
   last_window_.clear();
+  const LocalizeSettings ls;
   for (auto& [id, l] : links_) {
     if (l.state == State::kSelf) continue;
-    FlowOutcome f;
-    f.device = l.local.device;
-    f.port = l.local.port;
-    f.rail = l.target.rail;
-    f.peer = l.peer.name;
-    f.peer_device = l.target.device;
-    f.peer_port = l.target.port;
-    f.flow = l.flow;
+    FlowOutcome f = outcome_of(l);
     f.sent = std::exchange(l.window_sent, 0);
     f.lost = std::exchange(l.window_lost, 0);
-    f.local_port_up = !down_.count(l.local);
+    // A flow that turned lossy is traced afresh (its drop may eat the tracer's packets, which
+    // hash as the flow's: where its trace stops names the link); one judged clean again drops
+    // its fresh trace, so a healed flow reads clean at once.
+    const bool lossy = flow_lossy(f, ls);
+    if (lossy && !l.lossy) request_trace(l, true);
+    if (!lossy && flow_judged(f, ls) && l.lossy) {
+      book_.cleared(flow_id(f));
+      ++book_version_;
+    }
+    if (lossy || flow_judged(f, ls)) l.lossy = lossy;
     last_window_.push_back(std::move(f));
   }
   ++windows_;
   window_start_ = now;
+}
+
+void Engine::request_trace(Link& l, bool fresh) {
+  if (!tracer_ || !l.trace_target) return;
+  TraceJob j;
+  j.link = l.id;
+  j.flow_label = l.flow_label;
+  j.local = l.local.device + "/" + std::to_string(l.local.port);
+  j.target = *l.trace_target;
+  j.options = cfg_.trace;
+  j.options.distance = l.distance;
+  j.fresh = fresh;
+  if (tracer_->request(std::move(j))) l.traced_label = l.flow_label;
+}
+
+void Engine::forget_traces(const Link& l) {
+  if (!tracer_) return;
+  tracer_->cancel(l.id);
+  book_.forget(flow_id(outcome_of(l)));
+  ++book_version_;
+}
+
+void Engine::take_traces() {
+  if (!tracer_) return;
+  for (auto& d : tracer_->take_results()) {
+    auto it = links_.find(d.job.link);
+    if (it == links_.end() || it->second.flow_label != d.job.flow_label) continue;  // gone, or re-created since
+    Link& l = it->second;
+    const auto& o = d.outcome;
+    l.trace_result = !o.failure.empty() ? o.failure : o.complete ? "complete" : "partial";
+    l.traced_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    if (o.distance) l.distance = o.distance;
+    if (o.hops.empty()) continue;  // nothing answered: the flow's last path stands
+    book_.record(outcome_of(l), gid_address(d.job.target.source), o.hops, o.complete, d.job.fresh);
+    ++book_version_;
+  }
 }
 
 std::uint32_t Engine::link_flow_label(const Link& l) const {
@@ -354,6 +416,9 @@ void Engine::rotate_flows(TimePoint now) {
     if (l.flow == turn && l.state == State::kUp) {
       transport_.close(l.id);
       l.in_flight.clear();  // posted on the old QP: neither lost nor completed
+      forget_traces(l);     // a new 5-tuple: another path
+      l.trace_target.reset();
+      l.distance = 0, l.lossy = false, l.trace_result.clear(), l.traced_unix = 0;
       ++l.rotations;
       l.flow_label = link_flow_label(l);  // the next 5-tuple of this flow's slot
       l.state = State::kIdle;
@@ -366,6 +431,7 @@ void Engine::tick(TimePoint now) {
     started_ = true;
     window_start_ = flows_rotated_at_ = now;
   }
+  take_traces();
   if (now - window_start_ >= cfg_.window) close_window(now);
   if (cfg_.flow_rotation.count() > 0 && now - flows_rotated_at_ >= cfg_.flow_rotation) rotate_flows(now);
   if (aggregated() && now - rotated_at_ >= cfg_.rotate_interval) {
@@ -513,6 +579,38 @@ std::optional<Engine::State> Engine::state(const std::string& peer, const LocalP
   return std::nullopt;
 }
 
+void Engine::traces_of(Snapshot& s) const {
+  for (const auto& [id, l] : links_) {
+    if (!l.trace_target && l.trace_result.empty()) continue;
+    FlowTrace t;
+    t.flow = outcome_of(l);
+    t.flow_label = l.flow_label;
+    if (l.trace_target) t.sport = l.trace_target->sport, t.dest_qpn = l.trace_target->dest_qpn;
+    if (const auto* b = book_.find(flow_id(t.flow))) t.path = b->path, t.fresh = b->fresh;
+    t.result = l.trace_result;
+    t.traced_unix = l.traced_unix;
+    s.traces.push_back(std::move(t));
+  }
+  // The suspects of the last window, on the rails whose verdict includes path: the lossy flows'
+  // clean paths less the links clean flows cross (sources/model/suspect_links.h).
+  const LocalizeSettings ls;
+  std::set<std::string> path_rails, lossy;
+  for (const auto& f : localize(last_window_, ls))
+    if (f.path) path_rails.insert(f.rail);
+  std::vector<FlowOutcome> judged;
+  for (const auto& f : last_window_)
+    if (path_rails.count(f.rail)) {
+      if (flow_lossy(f, ls)) lossy.insert(flow_id(f));
+      judged.push_back(f);
+    }
+  if (!judged.empty()) s.suspects = model::suspect_links(book_.traced(judged, lossy));
+  if (book_copied_ != book_version_ || !book_copy_) {
+    book_copy_ = std::make_shared<const TraceBook>(book_);
+    book_copied_ = book_version_;
+  }
+  s.book = book_copy_;
+}
+
 Snapshot Engine::snapshot() const {
   Snapshot s;
   s.aggregated = aggregated();
@@ -571,6 +669,7 @@ Snapshot Engine::snapshot() const {
     if (st != stats_.end()) g.stats = st->second;
     s.groups.push_back(std::move(g));
   }
+  if (tracer_) traces_of(s);
   return s;
 }
 

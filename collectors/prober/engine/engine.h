@@ -32,7 +32,10 @@
 #include <vector>
 
 #include "collectors/prober/wire/handshake.h"
+#include "collectors/prober/wire/path_tracer.h"
 #include "collectors/prober/engine/localize.h"
+#include "collectors/prober/engine/trace_book.h"
+#include "collectors/prober/engine/trace_scheduler.h"
 
 namespace rdma::collectors::prober {
 
@@ -98,6 +101,7 @@ struct TransportEvent {
   bool self = false;           // kConnectFailed: the responder is this process
   LocalPort local;             // kPortState
   std::vector<PeerPort> pairs; // kPaired
+  std::optional<TraceTarget> trace;  // kConnected, RoCE v2: what the path tracer needs of the flow
 };
 
 class Transport {
@@ -148,6 +152,7 @@ struct EngineConfig {
   // How often a paired peer's port table is read again (a NIC added, a rail relabelled).
   std::chrono::milliseconds pairing_refresh{60000};
   std::uint64_t seed = 0;       // 0: random
+  TraceOptions trace;           // hops and hop timeout of the path traces (with set_tracer)
 };
 
 struct Histogram {
@@ -189,6 +194,17 @@ struct LinkInfo {
   PeerPort pair;
 };
 
+// One flow's path traces (per-peer mode and aggregated alike), for /prober/traces.
+struct FlowTrace {
+  FlowOutcome flow;  // its ids (sent and lost are the current window's so far: not used)
+  std::uint32_t flow_label = 0;
+  std::uint16_t sport = 0;
+  std::uint32_t dest_qpn = 0;
+  std::vector<std::string> path, fresh;  // source address first; empty: none
+  std::string result;                    // the last trace's: complete, partial or why not; "" none yet
+  double traced_unix = 0;                // when the last trace ended (Unix seconds), 0: never
+};
+
 struct Snapshot {
   bool aggregated = false;
   std::vector<std::pair<LocalPort, bool>> local_ports;  // every local port, ACTIVE or not
@@ -202,6 +218,11 @@ struct Snapshot {
   std::vector<std::pair<std::string, bool>> paired;
   std::uint64_t peers_unpaired = 0;              // peers probed now without pairs
   std::map<std::string, std::uint64_t> pairing_failures;  // by reason
+  // Path tracing (with a tracer): every flow's traces, the last window's suspects on the rails
+  // whose verdicts include path, and the book (paths seen per link).
+  std::vector<FlowTrace> traces;
+  std::vector<model::SuspectLink> suspects;
+  std::shared_ptr<const TraceBook> book;
   std::uint64_t peers_known = 0, links = 0, links_up = 0, late_completions = 0, self_excluded = 0,
                 link_limit_hits = 0;
 };
@@ -219,6 +240,9 @@ class Engine {
   // next due time rounded up to wake_grid.
   TimePoint next_deadline(TimePoint now) const;
   Snapshot snapshot() const;
+  // Traces every flow when it is created and again when a window judges it lossy (with priority);
+  // results go to the trace book. Null (the default): no tracing. Must outlive the engine's use.
+  void set_tracer(TraceScheduler* t) { tracer_ = t; }
 
   enum class State : std::uint8_t { kIdle, kConnecting, kUp, kBackoff, kSelf };
   bool local_up(const LocalPort& l) const { return !down_.count(l); }
@@ -259,6 +283,14 @@ class Engine {
     TimePoint missed_next{};    // failing: when the next probe would have been due
     std::uint64_t queued = 0;   // the seq of its live entry in due_, 0: none (parked, kSelf)
     TimePoint queued_at{};      // that entry's time
+    // Path tracing: what the transport said of the flow at connect, the label last traced (a
+    // reconnect that keeps the label keeps the trace), whether the last window judged it lossy.
+    std::optional<TraceTarget> trace_target;
+    std::uint32_t traced_label = 0;
+    bool lossy = false;
+    std::size_t distance = 0;  // the destination's distance learned by a trace (0: unknown)
+    std::string trace_result;
+    double traced_unix = 0;
   };
   // One entry of the due-time heap. A link has at most one live entry (seq == Link::queued);
   // entries of links since requeued or closed are stale and dropped when they reach the top.
@@ -293,6 +325,11 @@ class Engine {
   void set_local_state(const LocalPort& local, bool up);
   void park(Link& l);
   void close_window(TimePoint now);
+  FlowOutcome outcome_of(const Link& l) const;  // the flow's ids (sent, lost: zero)
+  void request_trace(Link& l, bool fresh);
+  void forget_traces(const Link& l);
+  void take_traces();
+  void traces_of(Snapshot& s) const;  // snapshot()'s tracing part
   void rotate_flows(TimePoint now);
   std::uint32_t link_flow_label(const Link& l) const;
   void handle_link(Link& l, const TransportEvent& e);
@@ -342,6 +379,11 @@ class Engine {
   // Mixed into every link's flow label start (the seed, else random): a restarted prober probes
   // other source ports of the same slots, as a new QP used to.
   std::uint64_t flow_salt_ = 0;
+  TraceScheduler* tracer_ = nullptr;
+  TraceBook book_;
+  std::uint64_t book_version_ = 0;
+  mutable std::uint64_t book_copied_ = ~0ull;
+  mutable std::shared_ptr<const TraceBook> book_copy_;  // snapshot(): copied when book_ changed
 };
 
 // Default RTT histogram bounds in seconds, 1, 2, 5 steps from 1 µs to 100 ms: the default of the

@@ -5,17 +5,19 @@
 #include <set>
 
 namespace rdma::collectors::prober {
+
+bool flow_judged(const FlowOutcome& f, const LocalizeSettings& s) { return f.local_port_up && f.sent >= s.min_probes && f.sent > 0; }
+
+bool flow_lossy(const FlowOutcome& f, const LocalizeSettings& s) {
+  // lost / sent, correctly rounded, equals loss_ratio at the boundary (3 of 60 at 0.05)
+  return flow_judged(f, s) && f.lost >= s.min_lost &&
+         static_cast<double>(f.lost) / static_cast<double>(f.sent) >= s.loss_ratio;
+}
+
 namespace {
 
 std::string port_key(const FlowOutcome& f) { return f.device + "/" + std::to_string(f.port); }
 
-bool judged(const FlowOutcome& f, const LocalizeSettings& s) { return f.local_port_up && f.sent >= s.min_probes && f.sent > 0; }
-
-bool lossy(const FlowOutcome& f, const LocalizeSettings& s) {
-  // lost / sent, correctly rounded, equals loss_ratio at the boundary (3 of 60 at 0.05)
-  return judged(f, s) && f.lost >= s.min_lost &&
-         static_cast<double>(f.lost) / static_cast<double>(f.sent) >= s.loss_ratio;
-}
 
 struct Tally {
   std::size_t judged = 0, lossy = 0;
@@ -41,11 +43,11 @@ Finding localize_rail(const std::string& rail, const std::vector<const FlowOutco
       down.insert(port_key(*f));
       continue;
     }
-    if (!judged(*f, s)) continue;
+    if (!flow_judged(*f, s)) continue;
     auto& t = by_port[port_key(*f)];
     ++t.judged;
     out.judged++;
-    if (lossy(*f, s)) ++t.lossy, ++out.lossy;
+    if (flow_lossy(*f, s)) ++t.lossy, ++out.lossy;
     else clean_from[f->peer].insert(port_key(*f));
     t.peers.insert(f->peer);
   }
@@ -64,11 +66,11 @@ Finding localize_rail(const std::string& rail, const std::vector<const FlowOutco
   std::map<std::string, Tally> by_peer;
   std::map<std::string, std::map<std::string, Tally>> links;  // local port -> peer -> its flows
   for (const auto* f : flows) {
-    if (!judged(*f, s) || blamed_ports.count(port_key(*f))) continue;
+    if (!flow_judged(*f, s) || blamed_ports.count(port_key(*f))) continue;
     auto& t = by_peer[f->peer];
     auto& l = links[port_key(*f)][f->peer];
     ++t.judged, ++l.judged;
-    if (lossy(*f, s)) ++t.lossy, ++l.lossy;
+    if (flow_lossy(*f, s)) ++t.lossy, ++l.lossy;
   }
   for (const auto& [peer, t] : by_peer)
     if (t.all_lossy()) out.peers.push_back(peer);
@@ -140,8 +142,8 @@ void write_localization_metrics(const std::vector<Finding>& findings, const std:
   std::map<std::tuple<std::string, unsigned, std::string, std::string, unsigned>, Count> links;
   for (const auto& f : flows) {
     auto& c = links[{f.device, f.port, f.peer, f.peer_device, f.peer_port}];
-    c.judged += judged(f, s) ? 1 : 0;
-    c.lossy += lossy(f, s) ? 1 : 0;
+    c.judged += flow_judged(f, s) ? 1 : 0;
+    c.lossy += flow_lossy(f, s) ? 1 : 0;
   }
   for (const auto& [k, c] : links) {
     const auto& [device, port, peer, peer_device, peer_port] = k;

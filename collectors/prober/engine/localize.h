@@ -41,6 +41,11 @@ struct LocalizeSettings {
   std::size_t path_min_peers = 2;
 };
 
+// A flow with enough probes in the window to be judged, and a judged flow that is lossy (the
+// rules above; the path tracer traces a lossy flow afresh).
+bool flow_judged(const FlowOutcome& f, const LocalizeSettings& s);
+bool flow_lossy(const FlowOutcome& f, const LocalizeSettings& s);
+
 // The verdict of one rail over one window. `verdict` is the first of local_port, peer, path
 // that holds; the flags say which hold (a rail can have a dead peer and a lossy path at once).
 struct Finding {

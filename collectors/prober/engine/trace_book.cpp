@@ -15,7 +15,7 @@ bool TraceBook::record(const FlowOutcome& flow, const std::string& source, std::
   auto it = by_flow_.find(id);
   if (it == by_flow_.end()) {
     if (by_flow_.size() >= kMaxTracedFlows) return false;
-    it = by_flow_.emplace(id, Entry{}).first;
+    it = by_flow_.emplace(id, FlowTraces{}).first;
   }
   if (hops.size() > kMaxHops) hops.resize(kMaxHops);
   hops.insert(hops.begin(), source);

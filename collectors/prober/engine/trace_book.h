@@ -42,13 +42,18 @@ class TraceBook {
   // Distinct paths seen per link (link_id), clean traces of all its flows over the book's life.
   const std::map<std::string, std::set<std::vector<std::string>>>& paths_seen() const { return paths_; }
   std::size_t flows() const { return by_flow_.size(); }
-
- private:
-  struct Entry {
+  // The traces kept of a flow (source address first), nullptr when none.
+  struct FlowTraces {
     std::vector<std::string> path, fresh;
     bool fresh_complete = false;
   };
-  std::map<std::string, Entry> by_flow_;
+  const FlowTraces* find(const std::string& flow_id) const {
+    auto it = by_flow_.find(flow_id);
+    return it == by_flow_.end() ? nullptr : &it->second;
+  }
+
+ private:
+  std::map<std::string, FlowTraces> by_flow_;
   std::map<std::string, std::set<std::vector<std::string>>> paths_;
 };
 

@@ -1,5 +1,7 @@
 #include "collectors/prober/verbs/verbs_transport.h"
 
+#include "collectors/prober/wire/trace_packet.h"
+
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
@@ -511,6 +513,27 @@ void VerbsTransport::connect_failed(std::uint64_t link, std::uint64_t attempt, c
   push_event(std::move(e));
 }
 
+namespace {
+// What the path tracer needs of a RoCE v2 flow: its GIDs, its source GID's netdev, its UDP source
+// port (the flow label's, as the NIC derives it) and the destination QP. None on InfiniBand or
+// for a RoCE v1 GID (no IP header to trace with).
+std::optional<TraceTarget> trace_target(ibv_context* ctx, const VerbsPort& port, int sgid, const Endpoint& local,
+                                        const Endpoint& remote, std::uint8_t tos, std::uint32_t flow_label) {
+  if (port.ib || sgid < 0) return std::nullopt;
+  ibv_gid_entry g{};
+  if (ibv_query_gid_ex(ctx, port.num, static_cast<std::uint32_t>(sgid), &g, 0) != 0 || g.gid_type != IBV_GID_TYPE_ROCE_V2)
+    return std::nullopt;
+  TraceTarget t;
+  t.source = local.gid;
+  t.dest = remote.gid;
+  t.ifindex = g.ndev_ifindex;
+  t.sport = qp_udp_sport(flow_label, local.qpn, remote.qpn);
+  t.dest_qpn = remote.qpn;
+  t.tos = tos;
+  return t;
+}
+}  // namespace
+
 bool VerbsTransport::do_connect(const ConnectRequest& r, std::uint64_t attempt) {
   auto fail = [&](const std::string& reason, bool self = false) {
     connect_failed(r.link, attempt, reason, self);
@@ -574,7 +597,9 @@ bool VerbsTransport::do_connect(const ConnectRequest& r, std::uint64_t attempt) 
     if (a == attempts_.end() || a->second != attempt || stopping_) return false;  // closed meanwhile: conn is destroyed
     by_qpn_[{d, conn->qp->qp_num}] = conn.get();
     link_qps_[r.link] = std::move(conn);
-    events_.push_back({TransportEvent::Kind::kConnected, r.link, 0, true, "", Clock::now(), std::nullopt, false});
+    TransportEvent e{TransportEvent::Kind::kConnected, r.link, 0, true, "", Clock::now(), std::nullopt, false};
+    e.trace = trace_target(d->ctx, *port, sgid, h.endpoint, acc->endpoint, opts_.traffic_class.traffic_class, r.flow_label);
+    events_.push_back(std::move(e));
     have_events_.store(true, std::memory_order_release);
   }
   wake();

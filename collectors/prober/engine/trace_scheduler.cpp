@@ -1,0 +1,137 @@
+#include "collectors/prober/engine/trace_scheduler.h"
+
+#include <algorithm>
+
+namespace rdma::collectors::prober {
+
+TraceScheduler::TraceScheduler(TraceSchedulerConfig cfg, PathTracer& tracer, Clockwork clock)
+    : cfg_(cfg), tracer_(tracer), clock_(std::move(clock)) {
+  if (!clock_.now) clock_.now = [] { return Clock::now(); };
+  if (!clock_.sleep_until)
+    clock_.sleep_until = [this](Clock::time_point t) {
+      const auto d = t - Clock::now();
+      return d <= Clock::duration::zero() ? !stop_.stopped() : !stop_.wait_for(d);
+    };
+  cfg_.rate = std::max(cfg_.rate, 0.001);
+  cfg_.burst = std::max(cfg_.burst, 1.0);
+  cfg_.max_queued = std::max<std::size_t>(cfg_.max_queued, 1);
+}
+
+TraceScheduler::~TraceScheduler() { stop(); }
+
+void TraceScheduler::start() {
+  if (thread_.joinable()) return;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = false;
+  }
+  stop_.reset();
+  thread_ = exporter::named_thread("prober-trace", [this] { worker(); });
+}
+
+void TraceScheduler::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  stop_.stop();
+  work_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool TraceScheduler::request(TraceJob job) {
+  std::lock_guard lock(mu_);
+  for (auto* q : {&fresh_, &plain_}) {
+    auto it = std::find_if(q->begin(), q->end(), [&](const TraceJob& j) { return j.link == job.link; });
+    if (it == q->end()) continue;
+    job.fresh = job.fresh || it->fresh;
+    q->erase(it);
+    break;
+  }
+  if (fresh_.size() + plain_.size() >= cfg_.max_queued) {
+    ++counters_.queue_full;
+    return false;
+  }
+  cancelled_.erase(job.link);
+  (job.fresh ? fresh_ : plain_).push_back(std::move(job));
+  work_.notify_one();
+  return true;
+}
+
+void TraceScheduler::cancel(std::uint64_t link) {
+  std::lock_guard lock(mu_);
+  for (auto* q : {&fresh_, &plain_}) std::erase_if(*q, [link](const TraceJob& j) { return j.link == link; });
+  if (in_flight_.count(link)) cancelled_.insert(link);
+}
+
+std::vector<TraceDone> TraceScheduler::take_results() {
+  std::lock_guard lock(mu_);
+  return std::exchange(results_, {});
+}
+
+TraceCounters TraceScheduler::counters() const {
+  std::lock_guard lock(mu_);
+  TraceCounters c = counters_;
+  c.queued = fresh_.size() + plain_.size();
+  return c;
+}
+
+bool TraceScheduler::pace(const std::string& local) {
+  auto& b = buckets_.try_emplace(local, cfg_.rate, cfg_.burst).first->second;
+  for (;;) {
+    const auto now = clock_.now();
+    if (b.take(now)) return true;
+    if (!clock_.sleep_until(b.next(now))) return false;
+  }
+}
+
+bool TraceScheduler::run_next() {
+  TraceJob job;
+  {
+    std::lock_guard lock(mu_);
+    // Fresh first; inside a queue, the oldest whose link has no trace in flight.
+    bool found = false;
+    for (auto* q : {&fresh_, &plain_}) {
+      auto it = std::find_if(q->begin(), q->end(), [this](const TraceJob& j) { return !in_flight_.count(j.link); });
+      if (it == q->end()) continue;
+      job = std::move(*it);
+      q->erase(it);
+      found = true;
+      break;
+    }
+    if (!found) return false;
+    in_flight_.insert(job.link);
+  }
+  const auto t0 = clock_.now();
+  TraceOutcome out = tracer_.trace(job.target, job.options, [this, &job] { return pace(job.local); });
+  const double seconds = std::chrono::duration<double>(clock_.now() - t0).count();
+  std::lock_guard lock(mu_);
+  in_flight_.erase(job.link);
+  counters_.packets += out.packets;
+  counters_.answers += out.answers;
+  const std::string result = !out.failure.empty() ? out.failure : out.complete ? "complete" : "partial";
+  ++counters_.results[result];
+  if (out.failure == "permission" || out.failure == "socket") counters_.state = out.failure;
+  else if (out.failure.empty()) counters_.state = "available";
+  if (cancelled_.erase(job.link)) return true;  // the flow it traced is gone
+  if (results_.size() >= cfg_.max_queued) results_.erase(results_.begin());  // the loop stalled: keep the newest
+  results_.push_back({std::move(job), std::move(out), seconds});
+  return true;
+}
+
+void TraceScheduler::worker() {
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      // Woken by request() and stop(); the timeout is a guard only.
+      work_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_ || !fresh_.empty() || !plain_.empty(); });
+      if (stopping_) return;
+    }
+    while (run_next()) {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+    }
+  }
+}
+
+}  // namespace rdma::collectors::prober

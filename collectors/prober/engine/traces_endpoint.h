@@ -1,0 +1,21 @@
+// /prober/traces: every flow's path traces as JSON, for operators and tests (docs/prober.md,
+// "Path tracing"). Same access rule as /probe: an authenticated caller (basic auth or a
+// verified client certificate, exporter::request_identity()) or 403 -- the hop addresses map
+// the fabric. Bounded: at most kMaxTraceRows flows, then "truncated": true.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "collectors/prober/engine/engine.h"
+#include "exporter/http_handler.h"
+
+namespace rdma::collectors::prober {
+
+inline constexpr std::size_t kMaxTraceRows = 4096;
+
+// `traces` null: the prober is not running (an empty list). `tracing` false: tracing is off.
+exporter::HttpResponse traces_response(const std::vector<FlowTrace>* traces, bool tracing,
+                                       const exporter::RequestIdentity& who);
+
+}  // namespace rdma::collectors::prober

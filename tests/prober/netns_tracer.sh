@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# netns test of the prober's path tracer (collectors/prober/wire/path_tracer.h) with the real
+# sockets, in a routed fabric of network namespaces this script creates (and always removes):
+#
+#   S (10.0.1.2) --veth-- L ==3 parallel links, ECMP, fib_multipath_hash_policy=1== R --veth-- D (10.0.9.2)
+#
+# L and R forward; R answers ICMP from the interface the packet came in on
+# (icmp_errors_use_inbound_ifaddr=1), so its hop names the parallel link the flow took. The
+# routers' ICMP rate limit is off (icmp_ratelimit=0): the test checks the tracer's own bound, not
+# the kernel's (a Linux router answers one error per second per destination after a burst of 6).
+# D has nothing on UDP 4791, so it answers port unreachable: the trace is complete there.
+#   * for many source ports: each hop list is [10.0.1.1, R's address on the link that
+#     `ip -n L route get 10.0.9.2 from 10.0.1.2 iif l0 ipproto udp sport S dport 4791` names,
+#     10.0.9.2], and all three links are seen;
+#   * the packets counted at L (raw PREROUTING, udp dport 4791 in from S) never exceed the token
+#     bucket's bound (burst + rate x elapsed);
+#   * R's locally generated ICMP blackholed (`ip rule ... iif lo ipproto icmp blackhole`): its
+#     hop is `*`, L and D are still read;
+#   * a source port already bound by another socket: port_in_use, the other socket untouched.
+# Prints the packets per trace and the time of one trace (the figures docs/prober.md quotes).
+# Usage: netns_tracer.sh --driver PATH   (root; without root or a tool it fails)
+set -uo pipefail
+
+DRIVER=
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --driver) DRIVER=$2; shift 2 ;;
+    *) echo "usage: $0 --driver PATH"; exit 2 ;;
+  esac
+done
+[[ -x "$DRIVER" ]] || { echo "FATAL: driver $DRIVER is not executable"; exit 2; }
+if [[ $(id -u) -ne 0 ]]; then echo "FATAL: the netns test needs root (ip netns add, veth)"; exit 1; fi
+for tool in ip iptables python3; do
+  command -v $tool >/dev/null || { echo "FATAL: $tool is not installed (scripts/install-deps.sh)"; exit 1; }
+done
+
+P=rtr$$
+S=${P}s L=${P}l R=${P}r D=${P}d
+WORK=$(mktemp -d /tmp/netns-tracer.XXXXXX)
+HOLDER=
+cleanup() {
+  [[ -n "$HOLDER" ]] && kill "$HOLDER" 2>/dev/null && wait "$HOLDER" 2>/dev/null
+  for ns in $S $L $R $D; do ip netns del "$ns" 2>/dev/null; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+FAIL=0
+fail() { echo "FAIL: $*"; FAIL=1; }
+
+for ns in $S $L $R $D; do
+  ip netns add "$ns" 2>"$WORK/err" || { echo "FATAL: cannot create a network namespace: $(cat "$WORK/err")"; exit 1; }
+  ip -n "$ns" link set lo up
+done
+veth() {  # ns1 dev1 addr1 ns2 dev2 addr2
+  ip link add "$2" netns "$1" type veth peer name "$5" netns "$4" || exit 1
+  ip -n "$1" addr add "$3" dev "$2" && ip -n "$1" link set "$2" up
+  ip -n "$4" addr add "$6" dev "$5" && ip -n "$4" link set "$5" up
+}
+veth $S s0 10.0.1.2/24 $L l0 10.0.1.1/24
+veth $L la 10.0.10.1/24 $R ra 10.0.10.2/24
+veth $L lb 10.0.11.1/24 $R rb 10.0.11.2/24
+veth $L lc 10.0.12.1/24 $R rc 10.0.12.2/24
+veth $R r9 10.0.9.1/24 $D d0 10.0.9.2/24
+ip -n $S route add default via 10.0.1.1
+ip -n $D route add default via 10.0.9.1
+for ns in $L $R; do
+  ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1 net.ipv4.icmp_ratelimit=0 net.ipv4.conf.all.rp_filter=0 \
+    net.ipv4.conf.default.rp_filter=0
+done
+ip netns exec $D sysctl -qw net.ipv4.icmp_ratelimit=0
+ip netns exec $L sysctl -qw net.ipv4.fib_multipath_hash_policy=3 net.ipv4.fib_multipath_hash_fields=0x0037
+ip netns exec $R sysctl -qw net.ipv4.icmp_errors_use_inbound_ifaddr=1
+ip -n $L route add 10.0.9.0/24 nexthop via 10.0.10.2 dev la nexthop via 10.0.11.2 dev lb nexthop via 10.0.12.2 dev lc
+ip -n $R route add 10.0.1.0/24 via 10.0.10.1 dev ra
+# The trace packets that reach the first router from S, TTL-expired or not.
+ip netns exec $L iptables -t raw -A PREROUTING -i l0 -p udp --dport 4791 || { echo "FATAL: iptables raw table"; exit 1; }
+l_packets() { ip netns exec $L iptables -t raw -L PREROUTING -vnx | awk '$0 ~ /dpt:4791/ {print $1; exit}'; }
+ip -n $S route get 10.0.9.2 >/dev/null && ip -n $L route get 10.0.9.2 >/dev/null && ip -n $R route get 10.0.1.2 >/dev/null ||
+  { echo "FATAL: the fabric does not route"; exit 1; }
+
+RATE=10 BURST=10 N=48 FIRST=49152
+echo "== $N traces, ports $FIRST.., rate $RATE/s burst $BURST"
+before=$(l_packets)
+ip netns exec $S "$DRIVER" --source 10.0.1.2 --dest 10.0.9.2 --dev s0 --sports $FIRST:$N --tos 106 --qpn 0x123 \
+  --rate $RATE --burst $BURST --max-hops 8 --timeout-ms 250 >"$WORK/traces" || fail "driver exit $?"
+after=$(l_packets)
+cat "$WORK/traces" | head -5
+tail -1 "$WORK/traces"
+declare -A seen
+mismatch=0
+while read -r line; do
+  [[ $line == sport=* ]] || continue
+  sport=$(sed -E 's/^sport=([0-9]+).*/\1/' <<<"$line")
+  hops=$(sed -E 's/.* hops=//' <<<"$line")
+  result=$(sed -E 's/.* result=([a-z_]+).*/\1/' <<<"$line")
+  via=$(ip -n $L route get 10.0.9.2 from 10.0.1.2 iif l0 ipproto udp sport "$sport" dport 4791 | sed -nE 's/.* via ([0-9.]+) .*/\1/p')
+  want="10.0.1.1,$via,10.0.9.2"
+  if [[ $result != complete || $hops != "$want" ]]; then
+    fail "sport $sport: result $result hops $hops, the routers' lookup says $want"
+    mismatch=$((mismatch + 1))
+  fi
+  seen[$via]=1
+done <"$WORK/traces"
+[[ $(grep -c '^sport=' "$WORK/traces") -eq $N ]] || fail "not $N traces"
+[[ ${#seen[@]} -eq 3 ]] || fail "the traces crossed ${#seen[@]} of the 3 parallel links (${!seen[*]})"
+echo "hop lists equal to the routers' route lookups: $((N - mismatch)) of $N; parallel links seen: ${!seen[*]}"
+grep -q 'binding=bindtodevice\|binding=unicast_if' "$WORK/traces" || fail "the socket was not tied to s0"
+
+read -r total_packets elapsed < <(awk '/^total/ {for (i = 1; i <= NF; ++i) {split($i, kv, "="); v[kv[1]] = kv[2]} print v["packets"], v["seconds"]}' "$WORK/traces")
+at_l=$((after - before))
+bound=$(python3 -c "print(int($BURST + $RATE * $elapsed))")
+echo "packets sent $total_packets, counted at L $at_l, bucket bound $bound over ${elapsed}s"
+[[ $at_l -eq $total_packets ]] || fail "L counted $at_l trace packets, the driver sent $total_packets"
+[[ $at_l -le $bound ]] || fail "L saw $at_l packets, more than the bucket's $bound"
+python3 - "$WORK/traces" <<'EOF'
+import sys
+rows = [dict(kv.split("=", 1) for kv in l.split()) for l in open(sys.argv[1]) if l.startswith("sport=")]
+secs = sorted(float(r["seconds"]) for r in rows)
+pk = sum(int(r["packets"]) for r in rows) / len(rows)
+print(f"packets per trace {pk:.2f}; one trace: median {secs[len(secs)//2]*1000:.1f} ms, max {secs[-1]*1000:.1f} ms (paced)")
+EOF
+
+echo "== R's own ICMP blackholed: its hop is *, L and D still answer"
+ip -n $R rule add pref 10 iif lo ipproto icmp blackhole || { echo "FATAL: ip rule ipproto"; exit 1; }
+ip netns exec $S "$DRIVER" --source 10.0.1.2 --dest 10.0.9.2 --dev s0 --sports 50000:4 --rate 100 --burst 10 \
+  --timeout-ms 200 >"$WORK/silent" || fail "driver exit $?"
+cat "$WORK/silent"
+[[ $(grep -c 'result=complete .*hops=10.0.1.1,\*,10.0.9.2$' "$WORK/silent") -eq 4 ]] || fail "a silent R is not read as *"
+ip -n $R rule del pref 10
+
+echo "== a source port held by another socket: port_in_use"
+ip netns exec $S python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("10.0.1.2", 50100)); print("bound", flush=True); time.sleep(60)' \
+  >"$WORK/holder" 2>&1 &
+HOLDER=$!
+for _ in $(seq 50); do grep -q bound "$WORK/holder" && break; sleep 0.1; done
+ip netns exec $S "$DRIVER" --source 10.0.1.2 --dest 10.0.9.2 --dev s0 --sports 50099:3 >"$WORK/inuse" || fail "driver exit $?"
+cat "$WORK/inuse"
+grep -q '^sport=50100 result=port_in_use packets=0' "$WORK/inuse" || fail "a taken port is not port_in_use"
+[[ $(grep -c 'result=complete' "$WORK/inuse") -eq 2 ]] || fail "the ports around it were not traced"
+kill -0 "$HOLDER" 2>/dev/null || fail "the socket holding the port died"
+
+if [[ $FAIL -ne 0 ]]; then echo "netns_tracer: FAILED"; exit 1; fi
+echo "netns_tracer: PASS"

@@ -1,0 +1,376 @@
+// The path tracer's scheduling without sockets: a fake PathTracer that sends `packets` packets
+// through the pacer on a fake clock, then the engine over a fake transport that reports trace
+// targets at connect.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <deque>
+
+#include "collectors/prober/engine/engine.h"
+#include "collectors/prober/engine/trace_scheduler.h"
+#include "collectors/prober/engine/traces_endpoint.h"
+#include "collectors/prober/wire/handshake_io.h"
+
+using namespace rdma::collectors::prober;
+using namespace std::chrono_literals;
+using SClock = TraceScheduler::Clock;
+
+namespace {
+
+struct FakeTime {
+  SClock::time_point now = SClock::time_point{} + std::chrono::hours(1);
+  TraceScheduler::Clockwork clockwork() {
+    return {[this] { return now; }, [this](SClock::time_point t) {
+              now = std::max(now, t);
+              return true;
+            }};
+  }
+};
+
+struct FakeTracer : PathTracer {
+  FakeTime& time;
+  unsigned packets = 4;
+  std::vector<SClock::time_point> sent;  // every packet's time
+  std::vector<TraceTarget> traced;       // in order
+  std::function<void()> during;          // runs inside a trace (before its packets)
+  std::string failure;
+  explicit FakeTracer(FakeTime& t) : time(t) {}
+  TraceOutcome trace(const TraceTarget& t, const TraceOptions&, const TracePacer& pace) override {
+    traced.push_back(t);
+    if (during) during();
+    TraceOutcome o;
+    for (unsigned i = 0; i < packets; ++i) {
+      if (!pace()) return {"stopped"};
+      sent.push_back(time.now);
+      ++o.packets;
+      time.now += 1ms;  // the hop's answer
+      ++o.answers;
+      o.hops.push_back("10.0.0." + std::to_string(i + 1));
+    }
+    o.failure = failure;
+    o.complete = failure.empty();
+    return o;
+  }
+};
+
+TraceJob job(std::uint64_t link, bool fresh = false, const std::string& local = "mlx5_0/1") {
+  TraceJob j;
+  j.link = link;
+  j.flow_label = static_cast<std::uint32_t>(link);
+  j.local = local;
+  j.target.sport = static_cast<std::uint16_t>(0xC000 + link);
+  j.fresh = fresh;
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("unit.prober.trace_scheduler: packets of one local port never exceed the bucket's bound", "[prober]") {
+  FakeTime time;
+  FakeTracer tracer(time);
+  tracer.packets = 8;
+  TraceScheduler s({.rate = 10, .burst = 10, .max_queued = 64}, tracer, time.clockwork());
+  for (std::uint64_t l = 1; l <= 20; ++l) REQUIRE(s.request(job(l)));
+  while (s.run_next()) {
+  }
+  REQUIRE(tracer.sent.size() == 160);
+  // In any interval of length T at most burst + rate * T packets (T in seconds).
+  for (std::size_t i = 0; i < tracer.sent.size(); ++i)
+    for (std::size_t j = i; j < tracer.sent.size(); ++j) {
+      const double t = std::chrono::duration<double>(tracer.sent[j] - tracer.sent[i]).count();
+      REQUIRE(static_cast<double>(j - i + 1) <= 10 + 10 * t + 1e-9);
+    }
+  // And it is not slower than needed: 160 packets at 10/s after a burst of 10 take about 15 s.
+  const double all = std::chrono::duration<double>(tracer.sent.back() - tracer.sent.front()).count();
+  CHECK(all < 15.5);
+  CHECK(s.counters().packets == 160);
+  CHECK(s.counters().results.at("complete") == 20);
+}
+
+TEST_CASE("unit.prober.trace_scheduler: local ports have buckets of their own", "[prober]") {
+  FakeTime time;
+  FakeTracer tracer(time);
+  tracer.packets = 10;
+  TraceScheduler s({.rate = 1, .burst = 10, .max_queued = 64}, tracer, time.clockwork());
+  s.request(job(1, false, "a/1"));
+  s.request(job(2, false, "b/1"));
+  const auto t0 = time.now;
+  while (s.run_next()) {
+  }
+  // Each port spent its burst: no wait for either (10 answers of 1 ms each).
+  CHECK(time.now - t0 < 100ms);
+}
+
+TEST_CASE("unit.prober.trace_scheduler: fresh traces go first; one request per link", "[prober]") {
+  FakeTime time;
+  FakeTracer tracer(time);
+  TraceScheduler s({.rate = 100, .burst = 100, .max_queued = 64}, tracer, time.clockwork());
+  s.request(job(1));
+  s.request(job(2));
+  s.request(job(3));
+  s.request(job(2, true));  // replaces link 2's plain request, ahead of the others
+  s.request(job(3));        // still one for link 3
+  CHECK(s.counters().queued == 3);
+  while (s.run_next()) {
+  }
+  REQUIRE(tracer.traced.size() == 3);
+  CHECK(tracer.traced[0].sport == 0xC002);
+  CHECK(tracer.traced[1].sport == 0xC001);
+  CHECK(tracer.traced[2].sport == 0xC003);
+  auto done = s.take_results();
+  REQUIRE(done.size() == 3);
+  CHECK(done[0].job.fresh);
+  CHECK(!done[1].job.fresh);
+}
+
+TEST_CASE("unit.prober.trace_scheduler: bounded queue; cancel drops waiting and in-flight results", "[prober]") {
+  FakeTime time;
+  FakeTracer tracer(time);
+  TraceScheduler s({.rate = 100, .burst = 100, .max_queued = 4}, tracer, time.clockwork());
+  for (std::uint64_t l = 1; l <= 6; ++l) s.request(job(l));
+  CHECK(s.counters().queued == 4);
+  CHECK(s.counters().queue_full == 2);
+  s.cancel(2);
+  CHECK(s.counters().queued == 3);
+  // A request for the link in flight waits for it (one trace per link at a time); a cancel
+  // during the trace drops its result.
+  bool once = false;
+  tracer.during = [&] {
+    if (once) return;
+    once = true;
+    s.request(job(1));
+    s.cancel(1);
+  };
+  REQUIRE(s.run_next());  // link 1, cancelled while in flight
+  CHECK(s.take_results().empty());
+  while (s.run_next()) {
+  }
+  auto done = s.take_results();
+  REQUIRE(done.size() == 2);
+  CHECK(done[0].job.link == 3);
+  CHECK(done[1].job.link == 4);
+}
+
+TEST_CASE("unit.prober.trace_scheduler: a per-flow failure is counted by reason, a host one is the state", "[prober]") {
+  FakeTime time;
+  FakeTracer tracer(time);
+  TraceScheduler s({.rate = 100, .burst = 100, .max_queued = 8}, tracer, time.clockwork());
+  tracer.packets = 0;
+  tracer.failure = "port_in_use";
+  s.request(job(1));
+  s.run_next();
+  CHECK(s.counters().results.at("port_in_use") == 1);
+  CHECK(s.counters().state == "available");
+  tracer.failure = "permission";
+  s.request(job(2));
+  s.run_next();
+  CHECK(s.counters().state == "permission");
+  tracer.failure = "";
+  tracer.packets = 2;
+  s.request(job(3));
+  s.run_next();
+  CHECK(s.counters().state == "available");
+}
+
+TEST_CASE("unit.prober.trace_scheduler: the worker thread stops within a pacing wait", "[prober]") {
+  FakeTime time;
+  struct Slow : PathTracer {
+    TraceOutcome trace(const TraceTarget&, const TraceOptions&, const TracePacer& pace) override {
+      TraceOutcome o;
+      while (pace()) ++o.packets;  // takes every token until stopped
+      o.failure = "stopped";
+      return o;
+    }
+  } slow;
+  TraceScheduler s({.rate = 1, .burst = 1, .max_queued = 8}, slow);
+  s.start();
+  s.request(job(1));
+  std::this_thread::sleep_for(50ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  s.stop();
+  CHECK(std::chrono::steady_clock::now() - t0 < 900ms);  // it slept on the bucket (1 s per token)
+  CHECK(s.counters().results.at("stopped") == 1);
+}
+
+// --- The engine's side ---
+
+namespace {
+
+struct TraceTransport : Transport {
+  std::vector<ConnectRequest> connects;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> posts;
+  std::vector<std::pair<std::uint64_t, PeerSpec>> pairings;
+  TimePoint now{};
+  void connect(const ConnectRequest& r) override { connects.push_back(r); }
+  void pair(std::uint64_t request, const PeerSpec& peer) override { pairings.emplace_back(request, peer); }
+  std::optional<TimePoint> post_probe(std::uint64_t link, std::uint64_t probe, std::string&) override {
+    posts.emplace_back(link, probe);
+    return now;
+  }
+  void close(std::uint64_t) override {}
+};
+
+const LocalPort kPort{"rxe0", 1};
+const TimePoint T0 = TimePoint{} + 1000s;
+
+TransportEvent connected(const ConnectRequest& r, TimePoint at) {
+  TransportEvent e;
+  e.kind = TransportEvent::Kind::kConnected;
+  e.link = r.link;
+  e.at = at;
+  TraceTarget t;
+  t.source = *address_gid("10.1.0.1");
+  t.dest = *address_gid("10.2.0.1");
+  t.sport = flow_label_to_udp_sport(r.flow_label);
+  t.dest_qpn = 0x100 + static_cast<std::uint32_t>(r.link);
+  e.trace = t;
+  return e;
+}
+
+struct Rig {
+  FakeTime time;
+  FakeTracer tracer{time};
+  TraceScheduler sched{{.rate = 1000, .burst = 1000, .max_queued = 64}, tracer, time.clockwork()};
+  TraceTransport t;
+  Engine engine;
+  std::size_t answered = 0;  // connects answered
+  explicit Rig(EngineConfig c) : engine(c, t, {kPort}) {
+    engine.set_tracer(&sched);
+    PeerSpec p;
+    p.name = p.address = "peer1";
+    p.tcp_port = 9662;
+    engine.set_peers({p}, T0);
+  }
+  // One loop round: tick, answer pairings and connects (connects succeed unless `refuse`), tick.
+  void round(TimePoint now, bool complete) {
+    t.now = now;
+    const auto before = t.posts.size();
+    engine.tick(now);
+    for (const auto& [request, p] : std::exchange(t.pairings, {})) {
+      TransportEvent ev;
+      ev.kind = TransportEvent::Kind::kPaired;
+      ev.link = request;
+      ev.ok = true;
+      ev.at = now;
+      ev.pairs.push_back(PeerPort{kPort, "rxe1", 1, "r1", {}, {}});
+      engine.handle(ev);
+    }
+    for (; answered < t.connects.size(); ++answered) engine.handle(connected(t.connects[answered], now));
+    if (complete)
+      for (auto i = before; i < t.posts.size(); ++i) {
+        TransportEvent c;
+        c.kind = TransportEvent::Kind::kCompletion;
+        c.link = t.posts[i].first;
+        c.probe = t.posts[i].second;
+        c.ok = true;
+        c.at = now + 10us;
+        engine.handle(c);
+      }
+    engine.tick(now);
+  }
+  void run(TimePoint from, TimePoint until, bool complete) {
+    for (TimePoint now = from; now < until; now += 100ms) round(now, complete);
+  }
+};
+
+EngineConfig trace_config() {
+  EngineConfig c;
+  c.interval = 1000ms;
+  c.jitter = 0;
+  c.timeout = 500ms;
+  c.seed = 3;
+  c.flows = 2;
+  c.flow_rotation = 20s;
+  c.window = 10s;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("unit.prober.trace_scheduler: the engine traces each new flow once; a rotation forgets and traces anew",
+          "[prober]") {
+  Rig r(trace_config());
+  r.run(T0, T0 + 1s, true);
+  REQUIRE(r.t.connects.size() == 2);
+  CHECK(r.sched.counters().queued == 2);
+  while (r.sched.run_next()) {
+  }
+  r.run(T0 + 1s, T0 + 2s, true);
+  auto s = r.engine.snapshot();
+  REQUIRE(s.traces.size() == 2);
+  for (const auto& f : s.traces) {
+    CHECK(f.result == "complete");
+    REQUIRE(f.path.size() == 5);
+    CHECK(f.path.front() == "10.1.0.1");  // the flow's source first
+    CHECK(f.sport == flow_label_to_udp_sport(f.flow_label));
+    CHECK(f.traced_unix > 0);
+  }
+  REQUIRE(s.book);
+  CHECK(s.book->flows() == 2);
+  // The rotation at 20 s re-creates flow 0: its trace is forgotten and it is traced again.
+  r.run(T0 + 2s, T0 + 21s, true);
+  REQUIRE(r.t.connects.size() == 3);
+  CHECK(r.t.connects[2].flow == 0);
+  CHECK(r.t.connects[2].flow_label != r.t.connects[0].flow_label);
+  CHECK(r.sched.counters().queued == 1);
+  s = r.engine.snapshot();
+  CHECK(s.book->flows() == 1);
+  while (r.sched.run_next()) {
+  }
+  CHECK(r.tracer.traced.size() == 3);
+  CHECK(r.tracer.traced[2].sport == flow_label_to_udp_sport(r.t.connects[2].flow_label));
+}
+
+TEST_CASE("unit.prober.trace_scheduler: a flow judged lossy gets a fresh trace, ahead; clean again drops it", "[prober]") {
+  auto c = trace_config();
+  c.flow_rotation = 0ms;
+  Rig r(c);
+  r.run(T0, T0 + 1s, true);
+  while (r.sched.run_next()) {
+  }
+  r.run(T0 + 1s, T0 + 2s, true);
+  const auto traced = r.tracer.traced.size();
+  // No completions: every probe is lost, both flows are lossy at the window's end.
+  r.run(T0 + 2s, T0 + 10s + 200ms, false);
+  CHECK(r.sched.counters().queued == 2);
+  while (r.sched.run_next()) {
+  }
+  CHECK(r.tracer.traced.size() == traced + 2);
+  auto done_before = r.engine.snapshot();
+  r.run(T0 + 10s + 200ms, T0 + 11s, false);
+  auto s = r.engine.snapshot();
+  REQUIRE(s.traces.size() == 2);
+  for (const auto& f : s.traces) CHECK(f.fresh.size() == 5);
+  // Still lossy: no second fresh trace per window. Clean again: the fresh traces go.
+  r.run(T0 + 11s, T0 + 20s + 200ms, false);
+  CHECK(r.sched.counters().queued == 0);
+  r.run(T0 + 20s + 200ms, T0 + 41s, true);
+  s = r.engine.snapshot();
+  for (const auto& f : s.traces) CHECK(f.fresh.empty());
+}
+
+TEST_CASE("unit.prober.trace_scheduler: /prober/traces needs an authenticated caller; valid JSON rows", "[prober]") {
+  FlowTrace t;
+  t.flow.device = "mlx5_0";
+  t.flow.port = 1;
+  t.flow.peer = "node\x01\xff";
+  t.flow_label = 0x4001;
+  t.sport = 0xC000;
+  t.dest_qpn = 17;
+  t.path = {"10.1.0.1", "*", "10.2.0.1"};
+  std::vector<FlowTrace> rows{t};
+  rdma::exporter::RequestIdentity anon, user;
+  user.basic_auth_user = "ops";
+  CHECK(traces_response(&rows, true, anon).status == 403);
+  auto ok = traces_response(&rows, true, user);
+  CHECK(ok.status == 200);
+  CHECK(ok.content_type == "application/json");
+  CHECK(ok.body.find("\"path\":[\"10.1.0.1\",\"*\",\"10.2.0.1\"]") != std::string::npos);
+  CHECK(ok.body.find("\"udp_sport\":49152") != std::string::npos);
+  CHECK(ok.body.find("\\u0001") != std::string::npos);
+  CHECK(ok.body.find("\"truncated\":false") != std::string::npos);
+  std::vector<FlowTrace> many(kMaxTraceRows + 3, t);
+  auto big = traces_response(&many, true, user);
+  CHECK(big.body.find("\"truncated\":true") != std::string::npos);
+  CHECK(traces_response(nullptr, false, user).body == "{\"tracing\":false,\"flows\":[],\"truncated\":false}\n");
+}
