@@ -115,8 +115,16 @@ IP
 addr add 10.$((100 + r)).$((10 + i)).2/30 dev ${p}${r}r
 link set ${p}${r}r up
 IP
-    e $S sh -c 'echo 1 >/proc/sys/net/ipv4/ip_forward && echo 1 >/proc/sys/net/ipv4/fib_multipath_hash_policy &&
-                echo 0 >/proc/sys/net/ipv4/conf/all/rp_filter' || die "sysctl in $S"
+    e $S sh -c 'echo 1 >/proc/sys/net/ipv4/ip_forward && echo 0 >/proc/sys/net/ipv4/conf/all/rp_filter' || die "sysctl in $S"
+  done
+  # Hash the 5-tuple read from the headers, as a switch does: policy 3 with the fields source and
+  # destination address, protocol, source and destination port (0x37). Policy 1 takes a hash the
+  # packet already carries (skb->l4_hash), and a connected UDP socket's packets carry the
+  # socket's random txhash into the routers' namespaces over veth (no wire strips it): a tracer
+  # that connect()s would be routed by that, not by its 5-tuple. Symmetric like policy 1.
+  for n in $L $R; do
+    e $n sh -c 'echo 0x37 >/proc/sys/net/ipv4/fib_multipath_hash_fields && echo 3 >/proc/sys/net/ipv4/fib_multipath_hash_policy' ||
+      die "hash policy in $n"
   done
   ip -n $L route add 10.$r.2.0/24 nexthop via 10.$((100 + r)).1.2 dev x${r}l nexthop via 10.$((100 + r)).2.2 dev y${r}l \
     nexthop via 10.$((100 + r)).3.2 dev z${r}l || die "ECMP route in $L"
