@@ -7,6 +7,7 @@
 
 #include "collectors/prober/engine/engine.h"
 #include "collectors/prober/wire/trace_packet.h"
+#include "engine_events.h"
 
 using namespace rdma::collectors::prober;
 using namespace std::chrono_literals;
@@ -70,16 +71,7 @@ TransportEvent connected(std::uint64_t link, TimePoint at) {
   e.at = at;
   return e;
 }
-TransportEvent completion(std::uint64_t link, std::uint64_t probe, TimePoint at, bool ok = true, std::string reason = "") {
-  TransportEvent e;
-  e.kind = TransportEvent::Kind::kCompletion;
-  e.link = link;
-  e.probe = probe;
-  e.ok = ok;
-  e.reason = std::move(reason);
-  e.at = at;
-  return e;
-}
+using testing::completion;
 
 // One round of the loop: tick, then answer the pair() requests that made (one pair per local
 // port of t.locals, rail "") and tick again, as the loop's next wake-up does.
@@ -87,13 +79,9 @@ void tick(Engine& e, FakeTransport& t, TimePoint now) {
   e.tick(now);
   if (t.pairings.empty() || !t.answer_pairings) return;
   for (const auto& [request, p] : std::exchange(t.pairings, {})) {
-    TransportEvent ev;
-    ev.kind = TransportEvent::Kind::kPaired;
-    ev.link = request;
-    ev.ok = true;
-    ev.at = now;
-    for (const auto& l : t.locals) ev.pairs.push_back(PeerPort{l, "", 0, "", {}, {}});
-    e.handle(ev);
+    std::vector<PeerPort> pairs;
+    for (const auto& l : t.locals) pairs.push_back(PeerPort{l, "", 0, "", {}, {}});
+    e.handle(testing::paired(request, std::move(pairs), now));
   }
   e.tick(now);
 }

@@ -16,6 +16,10 @@
 #     bucket's bound (burst + rate x elapsed);
 #   * R's locally generated ICMP blackholed (`ip rule ... iif lo ipproto icmp blackhole`): its
 #     hop is `*`, L and D are still read;
+#   * IPv6 on the same fabric: complete traces through ICMPv6, R named by the link the flow took
+#     (Linux answers ICMPv6 from the ingress link here), the same path for a port traced twice
+#     (not compared with `ip -6 route get`: on this kernel its answer for a forwarded UDP flow
+#     differs from the path the packets take, even with the same hash fields);
 #   * a source port already bound by another socket: port_in_use, the other socket untouched.
 # Prints the packets per trace and the time of one trace (the figures docs/prober.md quotes).
 # Usage: netns_tracer.sh --driver PATH   (root; without root or a tool it fails)
@@ -63,12 +67,25 @@ veth $L lc 10.0.12.1/24 $R rc 10.0.12.2/24
 veth $R r9 10.0.9.1/24 $D d0 10.0.9.2/24
 ip -n $S route add default via 10.0.1.1
 ip -n $D route add default via 10.0.9.1
+# IPv6 on the same links (nodad: usable at once): S fd00:1::2, L fd00:1::1, D fd00:9::2.
+v6() { ip -n "$1" addr add "$3" dev "$2" nodad; }
+v6 $S s0 fd00:1::2/64; v6 $L l0 fd00:1::1/64
+v6 $L la fd00:10::1/64; v6 $R ra fd00:10::2/64
+v6 $L lb fd00:11::1/64; v6 $R rb fd00:11::2/64
+v6 $L lc fd00:12::1/64; v6 $R rc fd00:12::2/64
+v6 $R r9 fd00:9::1/64; v6 $D d0 fd00:9::2/64
+ip -n $S -6 route add default via fd00:1::1
+ip -n $D -6 route add default via fd00:9::1
+ip -n $L -6 route add fd00:9::/64 nexthop via fd00:10::2 dev la nexthop via fd00:11::2 dev lb nexthop via fd00:12::2 dev lc
+ip -n $R -6 route add fd00:1::/64 via fd00:10::1 dev ra
 for ns in $L $R; do
   ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1 net.ipv4.icmp_ratelimit=0 net.ipv4.conf.all.rp_filter=0 \
     net.ipv4.conf.default.rp_filter=0
 done
-ip netns exec $D sysctl -qw net.ipv4.icmp_ratelimit=0
-ip netns exec $L sysctl -qw net.ipv4.fib_multipath_hash_policy=3 net.ipv4.fib_multipath_hash_fields=0x0037
+ip netns exec $D sysctl -qw net.ipv4.icmp_ratelimit=0 net.ipv6.icmp.ratelimit=0
+for ns in $L $R; do ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.forwarding=1 net.ipv6.icmp.ratelimit=0; done
+ip netns exec $L sysctl -qw net.ipv4.fib_multipath_hash_policy=3 net.ipv4.fib_multipath_hash_fields=0x0037 \
+  net.ipv6.fib_multipath_hash_policy=3 net.ipv6.fib_multipath_hash_fields=0x0037
 ip netns exec $R sysctl -qw net.ipv4.icmp_errors_use_inbound_ifaddr=1
 ip -n $L route add 10.0.9.0/24 nexthop via 10.0.10.2 dev la nexthop via 10.0.11.2 dev lb nexthop via 10.0.12.2 dev lc
 ip -n $R route add 10.0.1.0/24 via 10.0.10.1 dev ra
@@ -127,6 +144,16 @@ ip netns exec $S "$DRIVER" --source 10.0.1.2 --dest 10.0.9.2 --dev s0 --sports 5
 cat "$WORK/silent"
 [[ $(grep -c 'result=complete .*hops=10.0.1.1,\*,10.0.9.2$' "$WORK/silent") -eq 4 ]] || fail "a silent R is not read as *"
 ip -n $R rule del pref 10
+
+echo "== IPv6 (IPV6_RECVERR, ICMPv6): complete, L and D named, R by one of its link addresses, each port twice alike"
+ip netns exec $S "$DRIVER" --source fd00:1::2 --dest fd00:9::2 --dev s0 --sports 51000:12 --rate 100 --burst 40 \
+  >"$WORK/v6" || fail "driver exit $?"
+ip netns exec $S "$DRIVER" --source fd00:1::2 --dest fd00:9::2 --dev s0 --sports 51000:12 --rate 100 --burst 40 \
+  >"$WORK/v6b" || fail "driver exit $?"
+head -3 "$WORK/v6"
+[[ $(grep -cE ' result=complete .*hops=fd00:1::1,fd00:1[012]::2,fd00:9::2$' "$WORK/v6") -eq 12 ]] || fail "IPv6 traces"
+diff <(grep -o '^sport=[0-9]* .* hops=.*' "$WORK/v6" | sed -E 's/ packets.* hops=/ /' | sort) \
+     <(grep -o '^sport=[0-9]* .* hops=.*' "$WORK/v6b" | sed -E 's/ packets.* hops=/ /' | sort) || fail "IPv6: a port took another path"
 
 echo "== a source port held by another socket: port_in_use"
 ip netns exec $S python3 -c '

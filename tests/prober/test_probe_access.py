@@ -4,9 +4,11 @@ refused (403) without credentials, and no connection reaches a TCP listener stan
 target; with basic auth or a verified client certificate, an unknown target or another port of a
 peer refused; with probe_allow_unauthenticated, allowed targets run (no local port here) and others
 are refused; a duration module under a short scrape timeout fails without touching the target;
-rdma_probe_requests_total survives a SIGHUP reload that rebuilds the prober.
+rdma_probe_requests_total survives a SIGHUP reload that rebuilds the prober; /prober/traces follows
+the same access rule.
 
 usage: test_probe_access.py --exporter PATH [unittest args]"""
+import json
 import os
 import shutil
 import signal
@@ -177,6 +179,28 @@ class ProbeAccess(unittest.TestCase):
             self.assertEqual(value(s, "rdma_probe_requests_total", module="lat", result="target_not_allowed"), "3")
             self.assertEqual(value(s, "rdma_probe_requests_total", module="lat", result="failure"), "1")
             self.assertEqual(value(s, "rdma_probe_requests_total", module="long", result="failure"), "1")
+
+    def test_traces_endpoint_needs_credentials(self):
+        """/prober/traces (docs/prober.md, Path tracing): the same rule as /probe; JSON; trace: false says so."""
+        def traces(d, auth=None):
+            req = urllib.request.Request(d.url + "/prober/traces", headers=dict(d.headers(auth)))
+            try:
+                with urllib.request.urlopen(req, timeout=30, context=d.ctx) as r:
+                    return r.status, r.headers.get("Content-Type"), r.read().decode()
+            except urllib.error.HTTPError as e:
+                return e.code, e.headers.get("Content-Type"), e.read().decode()
+        with self.daemon(self.config()) as d:
+            st, _, body = traces(d)
+            self.assertEqual(st, 403, body)
+            self.assertIn("basic auth or a verified client certificate", body)
+        web = self.write("web.yml", f"basic_auth_users:\n  prometheus: '{self.hash}'\n")
+        with self.daemon(self.config(), f"--web.config.file={web}", auth=("prometheus", "s3cret")) as d:
+            st, ctype, body = traces(d)
+            self.assertEqual((st, ctype), (200, "application/json"), body)
+            doc = json.loads(body)
+            self.assertEqual(doc, {"tracing": True, "flows": [], "truncated": False})  # no RDMA device here
+        with self.daemon(self.config("    trace: false\n"), f"--web.config.file={web}", auth=("prometheus", "s3cret")) as d:
+            self.assertFalse(json.loads(traces(d)[2])["tracing"])
 
     def test_verified_client_certificate_authenticates(self):
         ca = os.path.join(self.d, "ca.crt")

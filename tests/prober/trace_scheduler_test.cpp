@@ -4,12 +4,15 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <deque>
 
 #include "collectors/prober/engine/engine.h"
 #include "collectors/prober/engine/trace_scheduler.h"
 #include "collectors/prober/engine/traces_endpoint.h"
 #include "collectors/prober/wire/handshake_io.h"
+#include "engine_events.h"
 
 using namespace rdma::collectors::prober;
 using namespace std::chrono_literals;
@@ -65,7 +68,7 @@ TraceJob job(std::uint64_t link, bool fresh = false, const std::string& local = 
 
 }  // namespace
 
-TEST_CASE("unit.prober.trace_scheduler: packets of one local port never exceed the bucket's bound", "[prober]") {
+TEST_CASE("trace_scheduler: packets of one local port never exceed the bucket's bound", "[trace]") {
   FakeTime time;
   FakeTracer tracer(time);
   tracer.packets = 8;
@@ -87,7 +90,7 @@ TEST_CASE("unit.prober.trace_scheduler: packets of one local port never exceed t
   CHECK(s.counters().results.at("complete") == 20);
 }
 
-TEST_CASE("unit.prober.trace_scheduler: local ports have buckets of their own", "[prober]") {
+TEST_CASE("trace_scheduler: local ports have buckets of their own", "[trace]") {
   FakeTime time;
   FakeTracer tracer(time);
   tracer.packets = 10;
@@ -101,7 +104,7 @@ TEST_CASE("unit.prober.trace_scheduler: local ports have buckets of their own", 
   CHECK(time.now - t0 < 100ms);
 }
 
-TEST_CASE("unit.prober.trace_scheduler: fresh traces go first; one request per link", "[prober]") {
+TEST_CASE("trace_scheduler: fresh traces go first, one request per link", "[trace]") {
   FakeTime time;
   FakeTracer tracer(time);
   TraceScheduler s({.rate = 100, .burst = 100, .max_queued = 64}, tracer, time.clockwork());
@@ -123,7 +126,7 @@ TEST_CASE("unit.prober.trace_scheduler: fresh traces go first; one request per l
   CHECK(!done[1].job.fresh);
 }
 
-TEST_CASE("unit.prober.trace_scheduler: bounded queue; cancel drops waiting and in-flight results", "[prober]") {
+TEST_CASE("trace_scheduler: bounded queue, cancel drops waiting and in-flight results", "[trace]") {
   FakeTime time;
   FakeTracer tracer(time);
   TraceScheduler s({.rate = 100, .burst = 100, .max_queued = 4}, tracer, time.clockwork());
@@ -151,7 +154,7 @@ TEST_CASE("unit.prober.trace_scheduler: bounded queue; cancel drops waiting and 
   CHECK(done[1].job.link == 4);
 }
 
-TEST_CASE("unit.prober.trace_scheduler: a per-flow failure is counted by reason, a host one is the state", "[prober]") {
+TEST_CASE("trace_scheduler: a per-flow failure is counted by reason, a host one is the state", "[trace]") {
   FakeTime time;
   FakeTracer tracer(time);
   TraceScheduler s({.rate = 100, .burst = 100, .max_queued = 8}, tracer, time.clockwork());
@@ -172,24 +175,25 @@ TEST_CASE("unit.prober.trace_scheduler: a per-flow failure is counted by reason,
   CHECK(s.counters().state == "available");
 }
 
-TEST_CASE("unit.prober.trace_scheduler: the worker thread stops within a pacing wait", "[prober]") {
-  FakeTime time;
+TEST_CASE("trace_scheduler: the worker thread stops within a pacing wait", "[trace]") {
   struct Slow : PathTracer {
+    std::atomic<bool> waiting{false};
     TraceOutcome trace(const TraceTarget&, const TraceOptions&, const TracePacer& pace) override {
       TraceOutcome o;
-      while (pace()) ++o.packets;  // takes every token until stopped
+      if (pace()) ++o.packets;  // the burst's one token
+      waiting = true;
+      while (pace()) ++o.packets;  // the next token is 1000 s away: only stop() ends this wait
       o.failure = "stopped";
       return o;
     }
   } slow;
-  TraceScheduler s({.rate = 1, .burst = 1, .max_queued = 8}, slow);
+  TraceScheduler s({.rate = 0.001, .burst = 1, .max_queued = 8}, slow);
   s.start();
   s.request(job(1));
-  std::this_thread::sleep_for(50ms);
-  const auto t0 = std::chrono::steady_clock::now();
-  s.stop();
-  CHECK(std::chrono::steady_clock::now() - t0 < 900ms);  // it slept on the bucket (1 s per token)
+  while (!slow.waiting) std::this_thread::yield();
+  s.stop();  // returns (the test's guard is ctest's timeout) once the pacer's sleep is interrupted
   CHECK(s.counters().results.at("stopped") == 1);
+  CHECK(s.counters().packets == 1);
 }
 
 // --- The engine's side ---
@@ -241,31 +245,16 @@ struct Rig {
     p.tcp_port = 9662;
     engine.set_peers({p}, T0);
   }
-  // One loop round: tick, answer pairings and connects (connects succeed unless `refuse`), tick.
+  // One loop round: tick, answer pairings and connects (every connect succeeds), tick.
   void round(TimePoint now, bool complete) {
     t.now = now;
     const auto before = t.posts.size();
     engine.tick(now);
-    for (const auto& [request, p] : std::exchange(t.pairings, {})) {
-      TransportEvent ev;
-      ev.kind = TransportEvent::Kind::kPaired;
-      ev.link = request;
-      ev.ok = true;
-      ev.at = now;
-      ev.pairs.push_back(PeerPort{kPort, "rxe1", 1, "r1", {}, {}});
-      engine.handle(ev);
-    }
+    for (const auto& [request, p] : std::exchange(t.pairings, {}))
+      engine.handle(testing::paired(request, {PeerPort{kPort, "rxe1", 1, "r1", {}, {}}}, now));
     for (; answered < t.connects.size(); ++answered) engine.handle(connected(t.connects[answered], now));
     if (complete)
-      for (auto i = before; i < t.posts.size(); ++i) {
-        TransportEvent c;
-        c.kind = TransportEvent::Kind::kCompletion;
-        c.link = t.posts[i].first;
-        c.probe = t.posts[i].second;
-        c.ok = true;
-        c.at = now + 10us;
-        engine.handle(c);
-      }
+      for (auto i = before; i < t.posts.size(); ++i) engine.handle(testing::completion(t.posts[i].first, t.posts[i].second, now + 10us));
     engine.tick(now);
   }
   void run(TimePoint from, TimePoint until, bool complete) {
@@ -287,8 +276,8 @@ EngineConfig trace_config() {
 
 }  // namespace
 
-TEST_CASE("unit.prober.trace_scheduler: the engine traces each new flow once; a rotation forgets and traces anew",
-          "[prober]") {
+TEST_CASE("trace_scheduler: the engine traces each new flow once, a rotation forgets and traces anew",
+          "[trace]") {
   Rig r(trace_config());
   r.run(T0, T0 + 1s, true);
   REQUIRE(r.t.connects.size() == 2);
@@ -321,7 +310,7 @@ TEST_CASE("unit.prober.trace_scheduler: the engine traces each new flow once; a 
   CHECK(r.tracer.traced[2].sport == flow_label_to_udp_sport(r.t.connects[2].flow_label));
 }
 
-TEST_CASE("unit.prober.trace_scheduler: a flow judged lossy gets a fresh trace, ahead; clean again drops it", "[prober]") {
+TEST_CASE("trace_scheduler: a flow judged lossy gets a fresh trace, ahead, clean again drops it", "[trace]") {
   auto c = trace_config();
   c.flow_rotation = 0ms;
   Rig r(c);
@@ -349,7 +338,7 @@ TEST_CASE("unit.prober.trace_scheduler: a flow judged lossy gets a fresh trace, 
   for (const auto& f : s.traces) CHECK(f.fresh.empty());
 }
 
-TEST_CASE("unit.prober.trace_scheduler: /prober/traces needs an authenticated caller; valid JSON rows", "[prober]") {
+TEST_CASE("trace_scheduler: /prober/traces needs an authenticated caller, valid JSON rows", "[trace]") {
   FlowTrace t;
   t.flow.device = "mlx5_0";
   t.flow.port = 1;

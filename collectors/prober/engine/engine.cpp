@@ -395,7 +395,8 @@ void Engine::take_traces() {
     l.traced_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     if (o.distance) l.distance = o.distance;
     if (o.hops.empty()) continue;  // nothing answered: the flow's last path stands
-    book_.record(outcome_of(l), gid_address(d.job.target.source), o.hops, o.complete, d.job.fresh);
+    // A first trace that ends after the flow was judged lossy is no clean path (it is the fresh one).
+    book_.record(outcome_of(l), gid_address(d.job.target.source), o.hops, o.complete, d.job.fresh || l.lossy);
     ++book_version_;
   }
 }

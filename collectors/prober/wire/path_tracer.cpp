@@ -142,7 +142,8 @@ bool send_packet(int fd, const std::array<std::uint8_t, kTracePacketSize>& p) {
 
 struct Answer {
   HopAnswer hop;
-  std::uint32_t ttl = 0;  // from the quoted packet; 0: not ours / not readable
+  bool icmp = false;      // an ICMP answer (else another error-queue entry: ignored)
+  std::uint32_t ttl = 0;  // from the quoted packet; 0: the router quoted too little of it
 };
 
 // One error-queue message, or nullopt when the queue is empty.
@@ -162,10 +163,14 @@ std::optional<Answer> read_error(int fd, std::uint32_t dest_qpn) {
   if (n < 0) return std::nullopt;
   Answer a;
   auto hop = decode_error_queue({control, std::min<std::size_t>(m.msg_controllen, sizeof(control))});
-  if (!hop) return a;  // an entry that is no ICMP answer (ttl 0: ignored)
+  if (!hop) return a;  // an entry that is no ICMP answer: ignored
   a.hop = *hop;
-  if (auto f = parse_trace_packet({payload, static_cast<std::size_t>(std::max<ssize_t>(0, n))}); f && f->dest_qpn == dest_qpn)
+  // A local error (SO_EE_ORIGIN_LOCAL: no sender address) is no hop's answer.
+  a.icmp = hop->kind != HopAnswer::Kind::kOther || !hop->from.empty();
+  if (auto f = parse_trace_packet({payload, static_cast<std::size_t>(std::max<ssize_t>(0, n))})) {
+    if (f->dest_qpn != dest_qpn) a.icmp = false;  // not a packet of this trace
     a.ttl = f->seq;
+  }
   return a;
 }
 
@@ -188,7 +193,13 @@ TraceOutcome SocketPathTracer::trace(const TraceTarget& t, const TraceOptions& o
   std::vector<bool> got(last_ttl, false);
   bool reached = false, unreachable = false;
   out.distance = o.distance;
-  auto take = [&](const Answer& a) {
+  // An answer whose quote is too short to name its TTL (RFC 792 asks for 8 bytes past the IP
+  // header: the UDP header only) is the current TTL's: one TTL is outstanding at a time, so only
+  // a late answer of an earlier, timed-out TTL could be misread so.
+  unsigned current = 0;
+  auto take = [&](Answer a) {
+    if (!a.icmp) return;
+    if (a.ttl == 0) a.ttl = current;
     if (a.ttl == 0 || a.ttl > last_ttl) return;
     ++out.answers;
     if (!got[a.ttl - 1]) got[a.ttl - 1] = true, answers[a.ttl - 1] = a.hop.from;
@@ -210,7 +221,7 @@ TraceOutcome SocketPathTracer::trace(const TraceTarget& t, const TraceOptions& o
       break;
     }
     ++out.packets;
-    sent_ttl = ttl;
+    sent_ttl = current = ttl;
     const auto deadline = Clock::now() + o.hop_timeout;
     while (!got[ttl - 1] && !reached && !unreachable) {
       while (auto a = read_error(s.fd.fd, t.dest_qpn)) take(*a);
