@@ -106,6 +106,13 @@ clean_crossing() {
   echo "${out# }"
 }
 
+# fault_at_window ARGS...: `ecmp-fabric.sh ARGS` as a localization window begins (so that window
+# holds the fault from its start); T0 = when
+fault_at_window() {
+  next_window || fatal "no localization window closes"
+  T0=$(date +%s.%N)
+  "$FABRIC" "$@" || fatal "ecmp-fabric.sh $*"
+}
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
 # Paths of the flows: P_<side><rail>[path]=count, the predicted hop lists in $WORK/route_<side><rail>
@@ -168,13 +175,11 @@ busiest a 1 || fatal "rail 1's flows are all on one path: nothing clean to tell 
 P=$REPLY
 expected_links a 1 $P; want=$REPLY
 echo "  dropping path $P of rail 1 (${FLOWS_ON[a1:$P]} of A's $FLOWS flows); expected: $want"
-next_window || fatal "no localization window closes"
-t0=$(date +%s.%N)
-"$FABRIC" drop 1 $P || fatal "drop 1 $P"
+fault_at_window drop 1 $P
 if wait_suspects $PORT_A rail1 "$want" rail2; then
   t1=$(date +%s.%N)
   ok "rail 1's suspects: $want (path $P's spine -> R), none on rail 2"
-  echo "  time from the drop to the named link: $(elapsed "$t0" "$t1") s (window ${WINDOW_S} s, interval 200 ms, the drop at a window's start)"
+  echo "  time from the drop to the named link: $(elapsed "$T0" "$t1") s (window ${WINDOW_S} s, interval 200 ms, the drop at a window's start)"
 else
   bad "rail 1's suspects are not $want"
 fi
@@ -205,11 +210,10 @@ if [[ $MODE == inbound ]]; then
   expected_links a $R2 "${drops[@]}"; want=$REPLY
   other=$((3 - R2))
   echo "  dropping paths ${drops[*]} of rail $R2, $keep clean; expected: $want"
-  next_window || fatal "no localization window closes"
-  t0=$(date +%s.%N)
-  for p in "${drops[@]}"; do "$FABRIC" drop $R2 $p || fatal "drop $R2 $p"; done
+  fault_at_window drop $R2 ${drops[0]}
+  "$FABRIC" drop $R2 ${drops[1]} || fatal "drop $R2 ${drops[1]}"
   if wait_suspects $PORT_A rail$R2 "$want" rail$other; then
-    ok "rail $R2's suspects: $want, none on rail $other ($(elapsed "$t0" "$(date +%s.%N)") s after the drop)"
+    ok "rail $R2's suspects: $want, none on rail $other ($(elapsed "$T0" "$(date +%s.%N)") s after the drop)"
   else
     bad "rail $R2's suspects are not $want"
   fi
@@ -255,11 +259,9 @@ else
   # B's traces run R -> spine -> L: the spine's sr address, then L's answer
   expected_links b 1 $P; want=$REPLY
   echo "  dropping B -> A over path $P of rail 1 (${FLOWS_ON[b1:$P]} of B's flows); expected at B: $want"
-  next_window || fatal "no localization window closes"
-  t0=$(date +%s.%N)
-  "$FABRIC" drop-return 1 $P || fatal "drop-return 1 $P"
+  fault_at_window drop-return 1 $P
   if wait_suspects $PORT_B rail1 "$want" rail2; then
-    ok "B's rail-1 suspects: $want (path $P's spine -> L), none on rail 2 ($(elapsed "$t0" "$(date +%s.%N)") s after the drop)"
+    ok "B's rail-1 suspects: $want (path $P's spine -> L), none on rail 2 ($(elapsed "$T0" "$(date +%s.%N)") s after the drop)"
   else
     bad "B's rail-1 suspects are not $want"
   fi
