@@ -75,15 +75,14 @@ routers() {
 # ttl_error is in no COPP_TRAP entry of files/image_config/copp/copp_cfg.j2, so the "default"
 # group polices it, sr_tcm cir 600 / cbs 600 packets per second; its Linux kernel then sends the
 # time-exceeded under its own per-destination limit (icmp_ratelimit, default 1000 ms, a burst of
-# 6; SONiC's image config sets no icmp sysctl that we found). On 6.1 icmp_ratelimit and
-# icmp_ratemask are per network namespace, set in each router; icmp_msgs_per_sec and
-# icmp_msgs_burst (the global limiter) are not (init_net only: one budget for all routers, the
-# CoPP policer's 600 for the whole lab; stricter than a switch each).
+# 6; SONiC's image config sets no icmp sysctl that we found). On the guest's 6.1.0-57 all four
+# (icmp_ratelimit, icmp_ratemask, icmp_msgs_per_sec, icmp_msgs_burst) are per network namespace
+# (a value written in one leaves init_net's as it was), so each router gets its own.
 set_icmp_limits() {
-  sysctl -qw net.ipv4.icmp_msgs_per_sec=600 net.ipv4.icmp_msgs_burst=600 || die "sysctl icmp_msgs_*"
   local n
   for n in $(routers); do
-    e $n sh -c 'echo 1000 >/proc/sys/net/ipv4/icmp_ratelimit && echo 6168 >/proc/sys/net/ipv4/icmp_ratemask' ||
+    e $n sh -c 'echo 600 >/proc/sys/net/ipv4/icmp_msgs_per_sec && echo 600 >/proc/sys/net/ipv4/icmp_msgs_burst &&
+                echo 1000 >/proc/sys/net/ipv4/icmp_ratelimit && echo 6168 >/proc/sys/net/ipv4/icmp_ratemask' ||
       die "icmp limits in $n"
   done
 }
