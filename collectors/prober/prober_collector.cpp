@@ -118,7 +118,7 @@ class ProberCollector final : public exporter::Collector {
     transport_->wake();
     if (resolver_.joinable()) resolver_.join();
     if (loop_.joinable()) loop_.join();
-    if (traces_) traces_->stop();  // a trace in progress ends at its next packet or hop wait
+    if (traces_) traces_->stop();  // a trace in progress ends at its next packet (within one trace-timeout)
     transport_->stop();
     // Closes the listening socket and the QPs now, not when the collector is destroyed: the
     // instance a reload starts next binds the same port, and start() may be called again.
@@ -374,7 +374,16 @@ class ProberCollector final : public exporter::Collector {
         p->snap = engine_->snapshot();
         transport_->sample_loop_cpu();
         p->transport = transport_->counters();
-        if (traces_) p->tracing = traces_->counters();
+        if (traces_) {
+          p->tracing = traces_->counters();
+          // Once per change of cause: a host whose trace sockets cannot be set up is state (the
+          // gauge), not a log line per trace.
+          if (p->tracing->state != trace_state_logged_) {
+            if (p->tracing->state != "available")
+              spdlog::warn("prober: path traces cannot run here ({}): no suspect links on this node", p->tracing->state);
+            trace_state_logged_ = p->tracing->state;
+          }
+        }
         std::lock_guard lock(mu_);
         p->self_excluded = self_excluded_, p->over_limit = over_limit_, p->dns_ok = dns_ok_, p->dns_errors = dns_errors_;
         published_ = std::move(p);
@@ -394,6 +403,7 @@ class ProberCollector final : public exporter::Collector {
   std::unique_ptr<VerbsTransport> transport_;
   SocketPathTracer tracer_;
   std::unique_ptr<TraceScheduler> traces_;  // with trace: true
+  std::string trace_state_logged_ = "available";  // the loop thread's
   std::unique_ptr<Engine> engine_;
   std::atomic<bool> running_{false};
   std::thread loop_, resolver_;

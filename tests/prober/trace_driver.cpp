@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
   }
   sched.stop();
   const auto c = sched.counters();
-  std::printf("total traces=%ld packets=%llu answers=%llu seconds=%.3f\n", done, static_cast<unsigned long long>(c.packets),
+  std::printf("total traces=%ld packets=%llu answers=%llu seconds=%.6f\n", done, static_cast<unsigned long long>(c.packets),
               static_cast<unsigned long long>(c.answers),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   return done == count ? 0 : 1;

@@ -310,7 +310,7 @@ TEST_CASE("trace_scheduler: the engine traces each new flow once, a rotation for
   CHECK(r.tracer.traced[2].sport == flow_label_to_udp_sport(r.t.connects[2].flow_label));
 }
 
-TEST_CASE("trace_scheduler: a flow judged lossy gets a fresh trace, ahead, clean again drops it", "[trace]") {
+TEST_CASE("trace_scheduler: a flow judged lossy gets a fresh trace, ahead, a reconnect keeps its trace, clean again drops it", "[trace]") {
   auto c = trace_config();
   c.flow_rotation = 0ms;
   Rig r(c);
@@ -322,6 +322,9 @@ TEST_CASE("trace_scheduler: a flow judged lossy gets a fresh trace, ahead, clean
   // No completions: every probe is lost, both flows are lossy at the window's end.
   r.run(T0 + 2s, T0 + 10s + 200ms, false);
   CHECK(r.sched.counters().queued == 2);
+  // The lost probes stalled the QPs, which reconnected with their labels: no plain trace again.
+  CHECK(r.t.connects.size() > 2);
+  for (const auto& c : r.t.connects) CHECK((c.flow_label == r.t.connects[0].flow_label || c.flow_label == r.t.connects[1].flow_label));
   while (r.sched.run_next()) {
   }
   CHECK(r.tracer.traced.size() == traced + 2);

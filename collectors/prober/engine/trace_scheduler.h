@@ -73,7 +73,7 @@ class TraceScheduler {
   TraceScheduler& operator=(const TraceScheduler&) = delete;
 
   void start();  // the worker thread
-  void stop();   // ends a trace in progress at its next packet or hop wait, joins
+  void stop();   // ends a trace in progress at its next packet (within one hop timeout), joins
 
   // The engine's loop. A link has at most one request waiting: a new one replaces it (a fresh
   // one moves it ahead). False when the queue is full (counted).
