@@ -11,7 +11,8 @@ CAPTURE=$(dirname "${BASH_SOURCE[0]}")/roce_capture.py
 FLOWS=${FLOWS:-8}
 WINDOW_S=${WINDOW_S:-5}  # localization window: 25 probes per flow per 5 s at the 200 ms interval
 
-"$FABRIC" up 2 || fatal "the ECMP fabric did not come up"
+# FABRIC_LAYOUT: "direct" (two paths, the default) or "spines" (three, through spine routers)
+"$FABRIC" up 2 "${FABRIC_LAYOUT:-direct}" || fatal "the ECMP fabric did not come up"
 
 RAILS='[{rail: "rail$1", device: "^rxe[AB]([0-9]+)$"}]'
 cat >"$WORK/a.yml" <<YAML
