@@ -96,7 +96,8 @@ def thread_names(pid):
 @contextlib.contextmanager
 def traced(pid, path):
     """strace -f attached to every thread of pid while the block runs; yields a function that
-    returns the calls made since the block began, as {thread name: Counter(syscall)}."""
+    returns the calls made since the block began, as {thread name: Counter(syscall)}, and how many
+    of each thread's calls name `marker` (a path)."""
     p = subprocess.Popen(["strace", "-f", "-qq", "-o", path, "-p", str(pid)], stderr=subprocess.DEVNULL)
     try:
         # Attached once the idle threads' first calls show (an HTTP thread's poll wakes up); a
@@ -108,24 +109,21 @@ def traced(pid, path):
         start = os.path.getsize(path) if os.path.exists(path) else 0
         names = thread_names(pid)
 
-        def calls():
-            out = collections.defaultdict(collections.Counter)
+        def calls(marker=None):
+            out, marked = collections.defaultdict(collections.Counter), collections.Counter()
             with open(path) as f:
                 f.seek(start)
                 for line in f:
                     m = STRACE_LINE.match(line)
                     if m and "resumed>" not in line:
-                        out[names.get(int(m.group(1)), "?")][m.group(2)] += 1
-            return out
+                        thread = names.get(int(m.group(1)), "?")
+                        out[thread][m.group(2)] += 1
+                        marked[thread] += bool(marker) and marker in line
+            return out, marked
         yield calls
     finally:
         p.send_signal(signal.SIGINT)
         p.wait(timeout=30)
-
-
-def refreshes(text):
-    s, _ = parse_text(text)
-    return int(s.get(("rdma_topology_refreshes_total", frozenset()), 0))
 
 
 def per_scrape_syscalls(name, exporter, client, scrapes, tmp):
@@ -133,7 +131,7 @@ def per_scrape_syscalls(name, exporter, client, scrapes, tmp):
     with traced(exporter.proc.pid, os.path.join(tmp, f"strace-{name}")) as calls:
         for _ in range(scrapes):
             client.scrape()
-        by_thread = calls()
+        by_thread, _ = calls()
     total = collections.Counter()
     for thread, c in by_thread.items():
         if thread != "topo-refresh":
@@ -144,15 +142,15 @@ def per_scrape_syscalls(name, exporter, client, scrapes, tmp):
 
 
 def per_refresh_syscalls(binary, args, tmp):
-    """The topo-refresh thread's system calls per reading, on an exporter reading every 50 ms."""
+    """The topo-refresh thread's system calls per reading, on an exporter reading every 50 ms. Each
+    reading stats bus/pci/devices once (has the bus changed?): that call counts the readings."""
     with Exporter(binary, *args, "--collector.topology.health-interval=50ms") as e:
-        c = Client(e.url + "/metrics")
-        r0 = refreshes(c.scrape()[1])
+        Client(e.url + "/metrics").scrape()
         with traced(e.proc.pid, os.path.join(tmp, "strace-refresh")) as calls:
             time.sleep(1.0)
-            r1 = refreshes(c.scrape()[1])
-            mine = calls().get("topo-refresh", collections.Counter())
-    n = max(1, r1 - r0 - 1)  # the readings wholly inside the traced second, about
+            by_thread, marked = calls('/bus/pci/devices"')
+    mine = by_thread.get("topo-refresh", collections.Counter())
+    n = max(1, marked["topo-refresh"])
     top = ", ".join(f"{k} {v / n:.1f}" for k, v in mine.most_common(6))
     print(f"8x8 exporter: {sum(mine.values()) / n:.1f} system calls per background refresh (topo-refresh, {n} refreshes): {top}")
 
