@@ -44,6 +44,7 @@ MASKS = [
     (r".*_timestamp_seconds", "value", "wall-clock times"),
     (r".*_start_time_seconds", "value", "wall-clock times"),
     (r".*_uptime_seconds", "value", "time since the start"),
+    (r".*_snapshot_age_seconds", "value", "how old a background reading is when the scrape serves it"),
 ]
 
 SUFFIXES = ("_bucket", "_sum", "_count", "_total", "_created", "_info")

@@ -8,6 +8,7 @@ are on other host bridges of the same NUMA node (NODE), those of the other CPU a
 (SYS); the levels are NVML's nvmlGpuTopologyLevel_t (SINGLE = one switch, MULTIPLE = several
 switches below one host bridge, HOSTBRIDGE, NODE, SYSTEM)."""
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -16,6 +17,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from exporter_harness import Exporter, series, take_exporter_arg, value, write_tree  # noqa: E402
+from ibsim_harness import wait_for  # noqa: E402
 
 EXPORTER = take_exporter_arg()
 NICS = ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"]
@@ -66,8 +68,10 @@ def matrix(text):
     return {(NICS[i], int(r[0][3:])): rel for r in rows for i, rel in enumerate(r[1:])}
 
 
-def run(variant, scrapes=1, expect=EXPECT, mutate=None):
-    """Generates the variant's tree, scrapes the topology collector alone; -> list of samples."""
+def run(variant, scrapes=1, expect=EXPECT, mutate=None, args=()):
+    """Generates the variant's tree, scrapes the topology collector alone; -> list of samples.
+    mutate(root) runs after the first scrape; each scrape after it is one whose reading of the
+    link, AER, port and peer-memory files began after the change (see reading_after)."""
     with tempfile.TemporaryDirectory() as tmp:
         root = os.path.join(tmp, "sys")
         subprocess.run([sys.executable, os.path.join(HERE, "pci_gen.py"), root, "--variant", variant], check=True)
@@ -80,12 +84,31 @@ def run(variant, scrapes=1, expect=EXPECT, mutate=None):
             f.write(expect)
         out = []
         with Exporter(EXPORTER, f"--path.sysfs={root}", f"--path.procfs={proc}", f"--config.file={cfg}",
-                      "--collector.disable-defaults", "--collector.topology") as e:
+                      "--collector.disable-defaults", "--collector.topology", *args) as e:
             for i in range(scrapes):
-                out.append(e.scrape()[0])
+                out.append(reading_after(e) if mutate and i > 0 else e.scrape()[0])
                 if mutate and i == 0:
                     mutate(root)
         return out
+
+
+def reading_after(e):
+    """The first scrape that serves a reading begun after this call. The refresher counts its
+    readings (rdma_topology_refreshes_total): the one after the count a scrape sees now may have
+    begun before (it was in flight), the one after that began once it was published, after this
+    scrape. Needs a short --collector.topology.health-interval; the deadline is a guard only."""
+    def refreshes(s):
+        return int(value(s, "rdma_topology_refreshes_total"))
+
+    now = refreshes(e.scrape()[0])
+
+    def later():
+        s = e.scrape()[0]
+        return s if refreshes(s) >= now + 2 else None
+    return wait_for(later, step=0.01, what="a reading begun after the change")
+
+
+FAST = ("--collector.topology.health-interval=20ms",)
 
 
 def checks(samples):
@@ -102,12 +125,12 @@ class Base(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         def retrain(root):
-            # mlx5_6's link drops to x4 after the first scrape: link files are read at every scrape.
+            # mlx5_6's link drops to x4 after the first scrape: the refresher reads it again.
             d = os.path.realpath(os.path.join(root, "class/infiniband/mlx5_6/device"))
             for f in (d, os.path.dirname(d)):
                 with open(os.path.join(f, "current_link_width"), "w") as fh:
                     fh.write("4\n")
-        cls.s, cls.s2 = run("base", scrapes=2, mutate=retrain)
+        cls.s, cls.s2 = run("base", scrapes=2, mutate=retrain, args=FAST)
 
     def test_matrix_is_nvidia_smis(self):
         want = matrix(DGX_H100)
@@ -179,13 +202,68 @@ class Base(unittest.TestCase):
         self.assertEqual(len(acs), 8 * 3)
         self.assertTrue(all(v == "0" for v in acs.values()))
 
-    def test_link_read_at_every_scrape(self):
+    def test_link_read_at_every_refresh(self):
         lab = dict(device="mlx5_6", pci_function="0000:9a:00.0", hop="0")
         self.assertEqual(value(self.s2, "rdma_pci_link_current_width_lanes", **lab), "4")
         self.assertEqual(value(self.s2, "rdma_pci_link_degraded", **lab), "1")
         self.assertEqual(checks(self.s2)[("pcie_width", "mlx5_6")], ("0", "x4"))
         # The topology itself is cached: the same relations.
         self.assertEqual(series(self.s, "rdma_topology_relation"), series(self.s2, "rdma_topology_relation"))
+
+    def test_refresher_series(self):
+        # The first scrape reads (no reading yet; the refresher, every 20 ms here, may publish its
+        # own before the scrape takes one); the one after the change serves a later reading.
+        self.assertGreaterEqual(int(value(self.s, "rdma_topology_refreshes_total")), 1)
+        self.assertGreaterEqual(int(value(self.s2, "rdma_topology_refreshes_total")),
+                                int(value(self.s, "rdma_topology_refreshes_total")) + 2)
+        for s in (self.s, self.s2):
+            self.assertGreaterEqual(float(value(s, "rdma_topology_snapshot_age_seconds")), 0)
+            self.assertGreater(float(value(s, "rdma_topology_refresh_duration_seconds")), 0)
+
+
+class Refresher(unittest.TestCase):
+    def test_scrape_serves_the_last_reading(self):
+        """A scrape reads no link file: with an interval that never comes in the test, a change
+        made after the first scrape is not seen, and every scrape serves reading 1."""
+        def retrain(root):
+            d = os.path.realpath(os.path.join(root, "class/infiniband/mlx5_6/device"))
+            with open(os.path.join(d, "current_link_width"), "w") as fh:
+                fh.write("4\n")
+        with tempfile.TemporaryDirectory() as tmp:
+            root = os.path.join(tmp, "sys")
+            subprocess.run([sys.executable, os.path.join(HERE, "pci_gen.py"), root], check=True)
+            with Exporter(EXPORTER, f"--path.sysfs={root}", "--collector.disable-defaults", "--collector.topology",
+                          "--collector.topology.health-interval=1h") as e:
+                s1, _ = e.scrape()
+                retrain(root)
+                s2, _ = e.scrape()
+        lab = dict(device="mlx5_6", pci_function="0000:9a:00.0", hop="0")
+        self.assertEqual(value(s2, "rdma_pci_link_current_width_lanes", **lab), "16")
+        self.assertEqual(value(s2, "rdma_topology_refreshes_total"), "1")
+        self.assertLessEqual(float(value(s1, "rdma_topology_snapshot_age_seconds")),
+                             float(value(s2, "rdma_topology_snapshot_age_seconds")))
+
+    def test_device_vanishing_between_refreshes(self):
+        """mlx5_11 is unregistered and its function removed (hot-unplug) while the refresher reads
+        every 20 ms: every scrape succeeds without an error, and the first one after the removal
+        has walked the new device set (the scrape that sees it walks): no series of mlx5_11."""
+        with tempfile.TemporaryDirectory() as tmp:
+            root = os.path.join(tmp, "sys")
+            subprocess.run([sys.executable, os.path.join(HERE, "pci_gen.py"), root], check=True)
+            with Exporter(EXPORTER, f"--path.sysfs={root}", "--collector.disable-defaults", "--collector.topology",
+                          *FAST) as e:
+                before, _ = e.scrape()
+                fn = os.path.realpath(os.path.join(root, "class/infiniband/mlx5_11/device"))
+                os.unlink(os.path.join(root, "class/infiniband/mlx5_11"))
+                os.unlink(os.path.join(root, "bus/pci/devices", os.path.basename(fn)))
+                shutil.rmtree(fn)
+                after = [e.scrape()[0] for _ in range(3)] + [reading_after(e)]
+        self.assertEqual(value(before, "rdma_pci_path_hops", device="mlx5_11"), "4")
+        for s in after:
+            self.assertEqual(value(s, "rdma_exporter_collector_success", collector="topology"), "1")
+            self.assertEqual(errors(s), {})
+            self.assertEqual([l for (n, l) in s if dict(l).get("device") == "mlx5_11"], [])
+            self.assertEqual(len(series(s, "rdma_pci_path_hops")), 7)
 
 
 class Variants(unittest.TestCase):

@@ -41,8 +41,23 @@ else ok "ethtool --show-fec eth0 fails (not supported)"; fi
 if ethtool -m eth0 >/dev/null 2>&1; then bad "ethtool -m eth0 succeeded: e1000e has no module EEPROM"
 else ok "ethtool -m eth0 fails (not supported)"; fi
 
-start_exporter --collector.nic_health.kmsg
+# The topology collector reads link and AER files in the background: every 50 ms here, so that
+# the AER section below can wait for a reading begun after its injections (scrape_reading_after).
+start_exporter --collector.nic_health.kmsg --collector.topology.health-interval=50ms
 M=$WORK/metrics
+# scrape_reading_after FILE: scrapes until the topology collector serves a reading begun after
+# this call: the count of readings seen now plus two (the next may have begun before: it was in
+# flight). 600 tries of at most 50 ms: a guard, never the expected path.
+scrape_reading_after() {
+  local now i
+  scrape "$1"; get "$1" rdma_topology_refreshes_total || return 1; now=$REPLY
+  for i in $(seq 600); do
+    scrape "$1"; get "$1" rdma_topology_refreshes_total || return 1
+    ((REPLY >= now + 2)) && return 0
+    sleep 0.05
+  done
+  bad "no topology reading after $now + 2 (rdma_topology_refreshes_total $REPLY)"
+}
 scrape "$M"
 scrape "$M"  # errors are counted per cause: a second scrape shows there are none
 
@@ -147,7 +162,7 @@ aer_count "$AER/aer_dev_nonfatal" UnsupReq; ur=$REPLY
 ((rx == 3 && ur == 1)) && ok "kernel: RxErr $rx, UnsupReq $ur" || bad "kernel: RxErr $rx, UnsupReq $ur (expected 3, 1)"
 ((cor1 == cor0 + 3)) && ok "kernel: TOTAL_ERR_COR $cor0 -> $cor1" || bad "kernel: TOTAL_ERR_COR $cor0 -> $cor1, expected +3"
 ((nf1 == nf0 + 1)) && ok "kernel: TOTAL_ERR_NONFATAL $nf0 -> $nf1" || bad "kernel: TOTAL_ERR_NONFATAL $nf0 -> $nf1, expected +1"
-scrape "$M"
+scrape_reading_after "$M"
 L=(device=rxe2 pci_function=0000:03:00.0 hop=0)
 expect_value "$M" "$cor1" rdma_pci_aer_reports_total "${L[@]}" aer_severity=correctable
 expect_value "$M" "$nf1" rdma_pci_aer_reports_total "${L[@]}" aer_severity=nonfatal
