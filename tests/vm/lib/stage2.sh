@@ -76,6 +76,7 @@ case "${VM_MODE:-run}" in
     setsid -c bash -i </dev/ttyS0 >/dev/ttyS0 2>&1
     ;;
   *)
+    : > /run/vm/started   # vm-run.sh: the boot reached the command (else it boots again, once)
     say "running command at uptime $(uptime_s)s"
     bash /run/vm/cmd.sh </dev/null
     ;;
