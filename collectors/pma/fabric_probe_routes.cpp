@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "collectors/common/suspect_series.h"
 #include "collectors/pma/fabric.h"
 #include "collectors/pma/fabric_suspects.h"
 
@@ -55,15 +56,12 @@ void write_probe_routes(const Topology& topo, const ForwardingTables& t, const m
                   "Probe links whose route is unknown, by why (unknown_source: the local LID is not in this fabric, "
                   "no_table, no_entry, dead_end, loop, unknown_lid).",
                   {{"error", error}}, n);
-  for (const model::SuspectLink& s : ib_suspects(topo, t, pairs).suspects) {
-    exporter::Labels labels{{"rail", s.group}, {"from", s.link.from}, {"to", s.link.to}};
-    out.gauge_u64("rdma_pma_suspect_link",
-                  "An InfiniBand cable that the prober's lossy flows cross and no clean flow of the rail does (routes "
-                  "from the forwarding tables): the lossy flows it explains.",
-                  labels, s.lossy_flows);
-    out.gauge_u64("rdma_pma_suspect_link_clean_flows", "Clean flows of the rail that cross this suspect cable (0: strict).",
-                  std::move(labels), s.clean_flows);
-  }
+  write_suspect_links(ib_suspects(topo, t, pairs).suspects,
+                      {"rdma_pma_suspect_link",
+                       "An InfiniBand cable that the prober's lossy flows cross and no clean flow of the rail does "
+                       "(routes from the forwarding tables): the lossy flows it explains.",
+                       "rdma_pma_suspect_link_clean_flows", "Clean flows of the rail that cross this suspect cable (0: strict)."},
+                      out);
 }
 
 }  // namespace rdma::collectors::pma

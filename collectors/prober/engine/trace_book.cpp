@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "collectors/common/suspect_series.h"
+
 namespace rdma::collectors::prober {
 
 std::string link_id(const FlowOutcome& f) {
@@ -58,15 +60,12 @@ std::vector<model::TracedFlow> TraceBook::traced(const std::vector<FlowOutcome>&
 
 void write_suspect_metrics(const std::vector<model::SuspectLink>& suspects, const TraceBook& book,
                            const std::vector<FlowOutcome>& window, exporter::MetricSink& out) {
-  for (const auto& s : suspects) {
-    exporter::Labels l{{"rail", s.group}, {"from", s.link.from}, {"to", s.link.to}};
-    out.gauge_u64("rdma_prober_suspect_link",
-                  "A link (from, to: hop addresses) that the rail's lossy flows cross and no clean flow does: the lossy "
-                  "flows it explains (docs/prober.md).",
-                  l, s.lossy_flows);
-    out.gauge_u64("rdma_prober_suspect_link_clean_flows", "Clean flows of the rail that cross the suspect link (0: strict).",
-                  l, s.clean_flows);
-  }
+  write_suspect_links(suspects,
+                      {"rdma_prober_suspect_link",
+                       "A link (from, to: hop addresses) that the rail's lossy flows cross and no clean flow does: the "
+                       "lossy flows it explains (docs/prober.md).",
+                       "rdma_prober_suspect_link_clean_flows", "Clean flows of the rail that cross the suspect link (0: strict)."},
+                      out);
   std::set<std::string> done;
   for (const auto& f : window) {
     const auto id = link_id(f);
