@@ -14,25 +14,7 @@
 #include "exporter/exposition.h"
 #include "exporter/thread.h"
 
-#ifndef RDMA_EXPORTER_VERSION
-#define RDMA_EXPORTER_VERSION "0.0.0"
-#endif
-#ifndef RDMA_EXPORTER_REVISION
-#define RDMA_EXPORTER_REVISION "unknown"
-#endif
-
 namespace rdma::exporter {
-
-BuildInfo build_info() {
-#if defined(__clang__)
-  std::string compiler = "clang " __clang_version__;
-#elif defined(__GNUC__)
-  std::string compiler = "gcc " __VERSION__;
-#else
-  std::string compiler = "unknown";
-#endif
-  return BuildInfo{RDMA_EXPORTER_VERSION, RDMA_EXPORTER_REVISION, compiler};
-}
 
 namespace {
 // A collector's own long-lived thread: a scrape hands it the run instead of starting a thread for

@@ -137,7 +137,7 @@ class ProberCollector final : public exporter::Collector {
                                                std::lock_guard lock(mu_);
                                                p = published_;
                                              }
-                                             return traces_response(p ? &p->snap.traces : nullptr, s_.trace,
+                                             return traces_response(p ? &p->snap : nullptr, s_.trace,
                                                                     exporter::request_identity());
                                            }}};
     if (probe_.enabled())
@@ -178,10 +178,7 @@ class ProberCollector final : public exporter::Collector {
   static void write(const Published& p, MetricSink& out) {
     const auto& s = p.snap;
     // The verdicts of the last complete window (none before the first).
-    if (!s.window.empty()) {
-      const LocalizeSettings ls;
-      write_localization_metrics(localize(s.window, ls), s.window, ls, out);
-    }
+    if (!s.window.empty()) write_localization_metrics(s.findings, s.window, LocalizeSettings{}, out);
     out.counter("rdma_prober_localization_windows_total",
                 "Localization windows closed; the verdicts and link flow counts are the last one's.", {}, s.windows);
     out.gauge("rdma_prober_aggregated",
@@ -300,6 +297,7 @@ class ProberCollector final : public exporter::Collector {
     out.counter("rdma_prober_trace_queue_full_total", "Trace requests dropped because the queue was full.", {}, c.queue_full);
     out.gauge_u64("rdma_prober_trace_queued", "Trace requests waiting.", {}, c.queued);
     if (p.snap.book) write_suspect_metrics(p.snap.suspects, *p.snap.book, p.snap.window, out);
+    write_suspect_evidence(p.snap, out);
   }
 
   static void write_stats(const std::vector<double>& buckets, const Stats& st, const Labels& l, const std::string& prefix,

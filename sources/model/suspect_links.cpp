@@ -15,6 +15,7 @@ bool answered(const std::string& hop) { return !hop.empty() && hop != kUnanswere
 struct Candidates {
   std::set<HopLink> links;
   bool narrowed = false;
+  const std::string* id = nullptr;
 };
 
 // The link after the fresh trace's last answered hop, when the fresh trace stopped early on the
@@ -31,6 +32,7 @@ std::optional<HopLink> narrowed_link(const TracedFlow& f) {
 
 Candidates candidates(const TracedFlow& f, const std::set<HopLink>& clean) {
   Candidates c;
+  c.id = &f.id;
   if (auto n = narrowed_link(f); n && !clean.contains(*n)) {
     c.links.insert(*n);
     c.narrowed = true;
@@ -70,10 +72,11 @@ void cover_group(const std::string& group, const std::vector<const TracedFlow*>&
     for (auto& [l, n] : votes) best = std::max(best, n);
     for (auto& [l, n] : votes) {
       if (n != best || chosen == s.max_suspects_per_group) continue;
-      SuspectLink sl{group, l, 0, clean_count[l], false};
+      SuspectLink sl{group, l, 0, clean_count[l], false, {}};
       for (std::size_t i = 0; i < lossy.size(); ++i)
         if (lossy[i].links.contains(l)) {
           ++sl.lossy_flows;
+          sl.lossy_ids.push_back(*lossy[i].id);
           sl.narrowed = sl.narrowed || lossy[i].narrowed;
           explained[i] = true;
         }

@@ -49,6 +49,7 @@ struct SuspectLink {
   std::size_t lossy_flows = 0;  // lossy flows of the group whose candidates include it
   std::size_t clean_flows = 0;  // clean flows of the group that cross it (0: a strict suspect)
   bool narrowed = false;        // named because fresh traces stopped right before it
+  std::vector<std::string> lossy_ids;  // the ids of the lossy flows it explains (lossy_flows of them)
 };
 
 struct SuspectSettings {

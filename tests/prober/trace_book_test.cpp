@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <set>
 #include <variant>
 
 #include "collectors/prober/engine/trace_book.h"
@@ -72,4 +73,47 @@ TEST_CASE("trace_book: rotation adds paths, forgotten flows leave, the book is b
   CHECK(book.traced({f}, {})[0].path.size() == TraceBook::kMaxHops + 1);
   for (unsigned i = 0; i < TraceBook::kMaxTracedFlows + 5; ++i) book.record(flow("p", i), "s", {"x"}, false, false);
   CHECK(book.flows() == TraceBook::kMaxTracedFlows);
+}
+
+// The same shape: spine b's link to l2 drops. Flow 2 crosses it but was only just connected (too
+// few probes to be judged): it is neither lossy nor clean, so it cannot clear the broken link.
+// Counted clean, it would clear spine b -> l2 and leave flow 3's other links (l1 -> spine b)
+// named alone: a wrong cable.
+TEST_CASE("trace_book: a flow with too few probes to be judged never clears a link", "[trace]") {
+  TraceBook book;
+  std::vector<FlowOutcome> window;
+  for (unsigned i = 0; i < 4; ++i) window.push_back(flow("p", i));
+  const std::vector<std::string> via_a{"10.0.1.254", "10.9.1.1", "10.0.2.254", "10.0.2.1"};
+  const std::vector<std::string> via_b{"10.0.1.254", "10.9.2.1", "10.0.2.254", "10.0.2.1"};
+  // flow 2 enters spine b from another first hop (its own leaf port), so only it clears l1 -> b's
+  // neighbours if it were counted clean
+  const std::vector<std::string> via_b_other{"10.0.3.254", "10.9.2.1", "10.0.2.254", "10.0.2.1"};
+  CHECK(book.record(window[0], "10.0.1.1", via_a, true, false));
+  CHECK(book.record(window[1], "10.0.1.1", via_a, true, false));
+  CHECK(book.record(window[2], "10.0.1.1", via_b_other, true, false));
+  CHECK(book.record(window[3], "10.0.1.1", via_b, true, false));
+  window[3].lost = 20;  // every probe of flow 3 lost
+  window[2].sent = 3;   // flow 2: too few probes in the window
+  window[2].lost = 3;
+  LocalizeSettings ls;
+  REQUIRE_FALSE(flow_judged(window[2], ls));
+  Finding path;
+  path.rail = "r0";
+  path.path = true;
+  const auto input = window_traced_flows(window, {path}, book, ls);
+  REQUIRE(input.size() == 3);  // flows 0, 1 clean, 3 lossy; flow 2 left out
+  for (const auto& t : input) CHECK(t.id != flow_id(window[2]));
+  auto suspects = rdma::model::suspect_links(input);
+  std::set<std::pair<std::string, std::string>> named;
+  for (const auto& s : suspects) named.insert({s.link.from, s.link.to});
+  CHECK(named.count({"10.9.2.1", "10.0.2.254"}) == 1);  // the broken link stays in question
+  for (const auto& s : suspects) {
+    CHECK(s.clean_flows == 0);
+    REQUIRE(s.lossy_ids.size() == 1);
+    CHECK(s.lossy_ids[0] == flow_id(window[3]));
+  }
+  // A rail whose verdict is not path names nothing, whatever its flows.
+  Finding none;
+  none.rail = "r0";
+  CHECK(window_traced_flows(window, {none}, book, ls).empty());
 }

@@ -7,12 +7,14 @@
 #include <atomic>
 #include <thread>
 #include <deque>
+#include <set>
 
 #include "collectors/prober/engine/engine.h"
 #include "collectors/prober/engine/trace_scheduler.h"
 #include "collectors/prober/engine/traces_endpoint.h"
 #include "collectors/prober/wire/handshake_io.h"
 #include "engine_events.h"
+#include "tests/lib/samples.h"
 
 using namespace rdma::collectors::prober;
 using namespace std::chrono_literals;
@@ -36,19 +38,22 @@ struct FakeTracer : PathTracer {
   std::vector<SClock::time_point> sent;  // every packet's time
   std::vector<TraceTarget> traced;       // in order
   std::function<void()> during;          // runs inside a trace (before its packets)
+  // The hops a trace answers (`packets` of them); null: 10.0.0.1, 10.0.0.2, ...
+  std::function<std::vector<std::string>(const TraceTarget&)> route;
   std::string failure;
   explicit FakeTracer(FakeTime& t) : time(t) {}
   TraceOutcome trace(const TraceTarget& t, const TraceOptions&, const TracePacer& pace) override {
     traced.push_back(t);
     if (during) during();
     TraceOutcome o;
-    for (unsigned i = 0; i < packets; ++i) {
+    const auto hops = route ? route(t) : std::vector<std::string>{};
+    for (unsigned i = 0; i < (route ? hops.size() : packets); ++i) {
       if (!pace()) return {"stopped"};
       sent.push_back(time.now);
       ++o.packets;
       time.now += 1ms;  // the hop's answer
       ++o.answers;
-      o.hops.push_back("10.0.0." + std::to_string(i + 1));
+      o.hops.push_back(route ? hops[i] : "10.0.0." + std::to_string(i + 1));
     }
     o.failure = failure;
     o.complete = failure.empty();
@@ -238,6 +243,7 @@ struct Rig {
   TraceTransport t;
   Engine engine;
   std::size_t answered = 0;  // connects answered
+  std::set<unsigned> losing;  // flow indexes whose probes never complete
   explicit Rig(EngineConfig c) : engine(c, t, {kPort}) {
     engine.set_tracer(&sched);
     PeerSpec p;
@@ -254,8 +260,19 @@ struct Rig {
       engine.handle(testing::paired(request, {PeerPort{kPort, "rxe1", 1, "r1", {}, {}}}, now));
     for (; answered < t.connects.size(); ++answered) engine.handle(connected(t.connects[answered], now));
     if (complete)
-      for (auto i = before; i < t.posts.size(); ++i) engine.handle(testing::completion(t.posts[i].first, t.posts[i].second, now + 10us));
+      for (auto i = before; i < t.posts.size(); ++i)
+        if (!losing.count(flow_of(t.posts[i].first)))
+          engine.handle(testing::completion(t.posts[i].first, t.posts[i].second, now + 10us));
     engine.tick(now);
+  }
+  unsigned flow_of(std::uint64_t link) const {
+    for (const auto& c : t.connects)
+      if (c.link == link) return c.flow;
+    return ~0u;
+  }
+  void drain() {
+    while (sched.run_next()) {
+    }
   }
   void run(TimePoint from, TimePoint until, bool complete) {
     for (TimePoint now = from; now < until; now += 100ms) round(now, complete);
@@ -276,14 +293,13 @@ EngineConfig trace_config() {
 
 }  // namespace
 
-TEST_CASE("trace_scheduler: the engine traces each new flow once, a rotation forgets and traces anew",
+TEST_CASE("trace_scheduler: the engine traces each new flow twice (a confirmation), a rotation forgets and traces anew",
           "[trace]") {
   Rig r(trace_config());
   r.run(T0, T0 + 1s, true);
   REQUIRE(r.t.connects.size() == 2);
   CHECK(r.sched.counters().queued == 2);
-  while (r.sched.run_next()) {
-  }
+  r.drain();
   r.run(T0 + 1s, T0 + 2s, true);
   auto s = r.engine.snapshot();
   REQUIRE(s.traces.size() == 2);
@@ -296,18 +312,27 @@ TEST_CASE("trace_scheduler: the engine traces each new flow once, a rotation for
   }
   REQUIRE(s.book);
   CHECK(s.book->flows() == 2);
+  // Each 5-tuple's confirmation, once: the same hops, no disagreement.
+  CHECK(r.sched.counters().queued == 2);
+  r.drain();
+  r.run(T0 + 2s, T0 + 3s, true);
+  CHECK(r.tracer.traced.size() == 4);
+  CHECK(r.tracer.traced[2].sport == r.tracer.traced[0].sport);
+  CHECK(r.sched.counters().queued == 0);
+  s = r.engine.snapshot();
+  CHECK(s.spray_evidence == 0);
+  CHECK(s.spraying.empty());
   // The rotation at 20 s re-creates flow 0: its trace is forgotten and it is traced again.
-  r.run(T0 + 2s, T0 + 21s, true);
+  r.run(T0 + 3s, T0 + 21s, true);
   REQUIRE(r.t.connects.size() == 3);
   CHECK(r.t.connects[2].flow == 0);
   CHECK(r.t.connects[2].flow_label != r.t.connects[0].flow_label);
   CHECK(r.sched.counters().queued == 1);
   s = r.engine.snapshot();
   CHECK(s.book->flows() == 1);
-  while (r.sched.run_next()) {
-  }
-  CHECK(r.tracer.traced.size() == 3);
-  CHECK(r.tracer.traced[2].sport == flow_label_to_udp_sport(r.t.connects[2].flow_label));
+  r.drain();
+  CHECK(r.tracer.traced.size() == 5);
+  CHECK(r.tracer.traced[4].sport == flow_label_to_udp_sport(r.t.connects[2].flow_label));
 }
 
 TEST_CASE("trace_scheduler: a flow judged lossy gets a fresh trace, ahead, a reconnect keeps its trace, clean again drops it", "[trace]") {
@@ -315,9 +340,9 @@ TEST_CASE("trace_scheduler: a flow judged lossy gets a fresh trace, ahead, a rec
   c.flow_rotation = 0ms;
   Rig r(c);
   r.run(T0, T0 + 1s, true);
-  while (r.sched.run_next()) {
-  }
+  r.drain();
   r.run(T0 + 1s, T0 + 2s, true);
+  r.drain();  // the confirmations
   const auto traced = r.tracer.traced.size();
   // No completions: every probe is lost, both flows are lossy at the window's end.
   r.run(T0 + 2s, T0 + 10s + 200ms, false);
@@ -350,19 +375,130 @@ TEST_CASE("trace_scheduler: /prober/traces needs an authenticated caller, valid 
   t.sport = 0xC000;
   t.dest_qpn = 17;
   t.path = {"10.1.0.1", "*", "10.2.0.1"};
-  std::vector<FlowTrace> rows{t};
+  t.state = "clean";
+  Snapshot snap;
+  snap.windows = 7;
+  snap.traces = {t};
   rdma::exporter::RequestIdentity anon, user;
   user.basic_auth_user = "ops";
-  CHECK(traces_response(&rows, true, anon).status == 403);
-  auto ok = traces_response(&rows, true, user);
+  CHECK(traces_response(&snap, true, anon).status == 403);
+  auto ok = traces_response(&snap, true, user);
   CHECK(ok.status == 200);
   CHECK(ok.content_type == "application/json");
   CHECK(ok.body.find("\"path\":[\"10.1.0.1\",\"*\",\"10.2.0.1\"]") != std::string::npos);
   CHECK(ok.body.find("\"udp_sport\":49152") != std::string::npos);
+  CHECK(ok.body.find("\"state\":\"clean\"") != std::string::npos);
+  CHECK(ok.body.find("\"window\":7,") != std::string::npos);
   CHECK(ok.body.find("\\u0001") != std::string::npos);
   CHECK(ok.body.find("\"truncated\":false") != std::string::npos);
-  std::vector<FlowTrace> many(kMaxTraceRows + 3, t);
+  Snapshot many;
+  many.traces.assign(kMaxTraceRows + 3, t);
   auto big = traces_response(&many, true, user);
   CHECK(big.body.find("\"truncated\":true") != std::string::npos);
   CHECK(traces_response(nullptr, false, user).body == "{\"tracing\":false,\"flows\":[],\"truncated\":false}\n");
+}
+
+namespace {
+
+// Flow 0 of the rig's link crosses spine a (10.9.1.1), flow 1 spine b (10.9.2.1); both then R
+// (10.0.2.254) and the peer. With `spray`, flow 0's 5-tuple answers from spine a and spine c by
+// turns, as a fabric that sprays its packets would.
+void two_paths(Rig& r, bool spray) {
+  auto calls = std::make_shared<std::map<std::uint16_t, unsigned>>();
+  r.tracer.route = [&r, spray, calls](const TraceTarget& t) {
+    const unsigned flow = r.flow_of(t.dest_qpn - 0x100);
+    const unsigned n = (*calls)[t.sport]++;
+    const std::string spine = flow == 1 ? "10.9.2.1" : spray && n % 2 ? "10.9.3.1" : "10.9.1.1";
+    return std::vector<std::string>{"10.0.0.1", spine, "10.0.2.254", "10.2.0.1"};
+  };
+}
+
+bool crosses(const std::vector<std::string>& path, const rdma::model::HopLink& l) {
+  for (std::size_t i = 0; i + 1 < path.size(); ++i)
+    if (path[i] == l.from && path[i + 1] == l.to) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("trace_scheduler: one snapshot holds a window's verdicts, flow states and the suspects named from them",
+          "[trace]") {
+  auto c = trace_config();
+  c.flow_rotation = 0ms;
+  Rig r(c);
+  two_paths(r, false);
+  r.run(T0, T0 + 1s, true);
+  r.drain();
+  r.run(T0 + 1s, T0 + 2s, true);
+  r.drain();  // the confirmations
+  r.losing = {0};
+  r.run(T0 + 2s, T0 + 10s + 200ms, true);
+  auto s = r.engine.snapshot();
+  REQUIRE(s.windows == 1);
+  REQUIRE(s.findings.size() == 1);
+  CHECK(s.findings[0].rail == "r1");
+  CHECK(s.findings[0].path);
+  std::map<std::string, std::string> state;
+  for (const auto& f : s.traces) state[flow_id(f.flow)] = f.state;
+  REQUIRE(state.size() == 2);
+  std::string lossy_id;
+  for (const auto& [id, st] : state)
+    if (st == "lossy") lossy_id = id;
+  CHECK(!lossy_id.empty());
+  // Before its fresh trace, flow 0's two links past the first hop are tied: both named, each with
+  // its evidence, and neither crossed by a flow the same window judged clean.
+  REQUIRE(s.evidence.size() == 2);
+  REQUIRE(s.suspects.size() == 2);
+  for (const auto& e : s.evidence) {
+    CHECK(e.link.group == "r1");
+    CHECK(e.link.lossy_ids == std::vector<std::string>{lossy_id});
+    CHECK(e.named_unix > 0);
+    CHECK_FALSE(e.link.narrowed);
+    for (const auto& f : s.traces)
+      if (f.state == "clean") CHECK_FALSE(crosses(f.path, e.link.link));
+  }
+  const double named = s.evidence[0].named_unix;
+  auto json = traces_response(&s, true, [] {
+                rdma::exporter::RequestIdentity who;
+                who.basic_auth_user = "ops";
+                return who;
+              }()).body;
+  CHECK(json.find("\"window\":1,") != std::string::npos);
+  CHECK(json.find("\"verdicts\":[{\"rail\":\"r1\",\"verdict\":\"path\"}]") != std::string::npos);
+  CHECK(json.find("\"basis\":\"intersection\"") != std::string::npos);
+  CHECK(json.find("\"state\":\"lossy\"") != std::string::npos);
+  // The fresh trace changes the book, not the window: the same links, named since the same time.
+  r.drain();
+  r.run(T0 + 10s + 200ms, T0 + 11s, true);
+  s = r.engine.snapshot();
+  CHECK(s.windows == 1);
+  REQUIRE_FALSE(s.evidence.empty());
+  CHECK(s.evidence[0].named_unix == named);
+}
+
+TEST_CASE("trace_scheduler: a 5-tuple traced on two paths marks its rail as spraying: suspects withheld, said so",
+          "[trace]") {
+  auto c = trace_config();
+  c.flow_rotation = 0ms;
+  Rig r(c);
+  two_paths(r, true);
+  r.run(T0, T0 + 1s, true);
+  r.drain();
+  r.run(T0 + 1s, T0 + 2s, true);
+  r.drain();  // flow 0's confirmation answers from spine c
+  r.losing = {0};
+  r.run(T0 + 2s, T0 + 10s + 200ms, true);
+  auto s = r.engine.snapshot();
+  CHECK(s.spray_evidence == 1);
+  REQUIRE(s.findings.size() == 1);
+  CHECK(s.findings[0].path);  // the verdict stands: the rail has a lossy path
+  CHECK(s.spraying == std::set<std::string>{"r1"});
+  CHECK(s.evidence.empty());  // but no single link is named
+  CHECK(s.suspects.empty());
+  CHECK(s.withheld.at("r1") == 2);
+  rdma::exporter::MetricSink out;
+  write_suspect_evidence(s, out);
+  CHECK(rdma::testing::dbl(out, "rdma_prober_rail_spraying", {{"rail", "r1"}}) == 1.0);
+  CHECK(rdma::testing::u64(out, "rdma_prober_suspects_withheld", {{"rail", "r1"}}) == 2u);
+  CHECK(rdma::testing::u64(out, "rdma_prober_trace_disagreements_total", {}) == 1u);
 }

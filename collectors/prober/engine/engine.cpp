@@ -386,7 +386,7 @@ void Engine::forget_traces(const Link& l) {
   ++book_version_;
 }
 
-void Engine::take_traces() {
+void Engine::take_traces(TimePoint now) {
   if (!tracer_) return;
   for (auto& d : tracer_->take_results()) {
     auto it = links_.find(d.job.link);
@@ -397,9 +397,73 @@ void Engine::take_traces() {
     l.traced_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     if (o.distance) l.distance = o.distance;
     if (o.hops.empty()) continue;  // nothing answered: the flow's last path stands
+    // A repeated trace of this 5-tuple (its confirmation, or a fresh one of a lossy flow) that
+    // answered another hop where both answered: the rail does not keep a 5-tuple on one path.
+    const auto source = gid_address(d.job.target.source);
+    if (const auto* before = book_.find(flow_id(outcome_of(l))); before && !before->path.empty()) {
+      std::vector<std::string> after{source};
+      after.insert(after.end(), o.hops.begin(), o.hops.end());
+      note_spraying(l, before->path, after, now);
+    }
     // A first trace that ends after the flow was judged lossy is no clean path (it is the fresh one).
-    book_.record(outcome_of(l), gid_address(d.job.target.source), o.hops, o.complete, d.job.fresh || l.lossy);
+    const bool fresh = d.job.fresh || l.lossy;
+    book_.record(outcome_of(l), source, o.hops, o.complete, fresh);
     ++book_version_;
+    // Each new 5-tuple is traced twice: a fabric that sprays (adaptive routing, per-packet ECMP)
+    // answers the two from different hops, and its suspects are then withheld instead of guessed.
+    if (!fresh && !l.confirmed) {
+      l.confirmed = true;
+      request_trace(l, false);
+    }
+  }
+}
+
+// Two hop lists of one 5-tuple disagree where both answered at the same distance: not one path.
+// Unanswered hops ("*") and a list that ends early (a drop eats the rest) say nothing.
+static bool disagree(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    if (a[i] != model::kUnansweredHop && b[i] != model::kUnansweredHop && !a[i].empty() && !b[i].empty() && a[i] != b[i])
+      return true;
+  return false;
+}
+
+void Engine::note_spraying(const Link& l, const std::vector<std::string>& before, const std::vector<std::string>& after,
+                           TimePoint now) {
+  if (!disagree(before, after)) return;
+  spray_seen_[l.target.rail] = now;
+  ++spray_evidence_;
+}
+
+bool Engine::spraying(const std::string& rail, TimePoint now) const {
+  auto it = spray_seen_.find(rail);
+  return it != spray_seen_.end() && now - it->second < kSprayHoldWindows * cfg_.window;
+}
+
+void Engine::judge_window(TimePoint now) {
+  judged_.windows = windows_;
+  judged_.book_version = book_version_;
+  const LocalizeSettings ls;
+  judged_.findings = localize(last_window_, ls);
+  judged_.states.clear();
+  for (const auto& f : last_window_)
+    judged_.states[flow_id(f)] = flow_lossy(f, ls) ? "lossy" : flow_judged(f, ls) ? "clean" : "unjudged";
+  judged_.spraying.clear();
+  for (const auto& [rail, at] : spray_seen_)
+    if (spraying(rail, now)) judged_.spraying.insert(rail);
+  std::map<std::tuple<std::string, std::string, std::string>, double> named;
+  for (const auto& e : judged_.evidence) named[{e.link.group, e.link.link.from, e.link.link.to}] = e.named_unix;
+  judged_.evidence.clear();
+  judged_.withheld.clear();
+  const double unix_now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  for (auto& l : model::suspect_links(window_traced_flows(last_window_, judged_.findings, book_, ls))) {
+    if (judged_.spraying.count(l.group)) {
+      ++judged_.withheld[l.group];
+      continue;
+    }
+    auto it = named.find({l.group, l.link.from, l.link.to});
+    const double since = it == named.end() ? unix_now : it->second;
+    judged_.evidence.push_back({std::move(l), since});
   }
 }
 
@@ -421,7 +485,7 @@ void Engine::rotate_flows(TimePoint now) {
       l.in_flight.clear();  // posted on the old QP: neither lost nor completed
       forget_traces(l);     // a new 5-tuple: another path
       l.trace_target.reset();
-      l.distance = 0, l.lossy = false, l.trace_result.clear(), l.traced_unix = 0;
+      l.distance = 0, l.lossy = false, l.trace_result.clear(), l.traced_unix = 0, l.confirmed = false;
       ++l.rotations;
       l.flow_label = link_flow_label(l);  // the next 5-tuple of this flow's slot
       l.state = State::kIdle;
@@ -434,8 +498,9 @@ void Engine::tick(TimePoint now) {
     started_ = true;
     window_start_ = flows_rotated_at_ = now;
   }
-  take_traces();
+  take_traces(now);
   if (now - window_start_ >= cfg_.window) close_window(now);
+  if (judged_.windows != windows_ || judged_.book_version != book_version_) judge_window(now);
   if (cfg_.flow_rotation.count() > 0 && now - flows_rotated_at_ >= cfg_.flow_rotation) rotate_flows(now);
   if (aggregated() && now - rotated_at_ >= cfg_.rotate_interval) {
     rotation_ += cfg_.sample_size;
@@ -589,24 +654,20 @@ void Engine::traces_of(Snapshot& s) const {
     t.flow = outcome_of(l);
     t.flow_label = l.flow_label;
     if (l.trace_target) t.sport = l.trace_target->sport, t.dest_qpn = l.trace_target->dest_qpn;
-    if (const auto* b = book_.find(flow_id(t.flow))) t.path = b->path, t.fresh = b->fresh;
+    const auto fid = flow_id(t.flow);
+    if (const auto* b = book_.find(fid)) t.path = b->path, t.fresh = b->fresh;
+    if (auto st = judged_.states.find(fid); st != judged_.states.end()) t.state = st->second;
     t.result = l.trace_result;
     t.traced_unix = l.traced_unix;
     s.traces.push_back(std::move(t));
   }
-  // The suspects of the last window, on the rails whose verdict includes path: the lossy flows'
-  // clean paths less the links clean flows cross (sources/model/suspect_links.h).
-  const LocalizeSettings ls;
-  std::set<std::string> path_rails, lossy;
-  for (const auto& f : localize(last_window_, ls))
-    if (f.path) path_rails.insert(f.rail);
-  std::vector<FlowOutcome> judged;
-  for (const auto& f : last_window_)
-    if (path_rails.count(f.rail)) {
-      if (flow_lossy(f, ls)) lossy.insert(flow_id(f));
-      judged.push_back(f);
-    }
-  if (!judged.empty()) s.suspects = model::suspect_links(book_.traced(judged, lossy));
+  // The last window's answer as judge_window() computed it, all of a piece (with snapshot()'s
+  // window and findings).
+  s.evidence = judged_.evidence;
+  for (const auto& e : judged_.evidence) s.suspects.push_back(e.link);
+  s.spraying = judged_.spraying;
+  s.withheld = judged_.withheld;
+  s.spray_evidence = spray_evidence_;
   if (book_copied_ != book_version_ || !book_copy_) {
     book_copy_ = std::make_shared<const TraceBook>(book_);
     book_copied_ = book_version_;
@@ -625,6 +686,7 @@ Snapshot Engine::snapshot() const {
   for (const auto& l : locals_) s.local_ports.emplace_back(l, !down_.count(l));
   s.window = last_window_;
   s.windows = windows_;
+  s.findings = judged_.findings;
   s.pairing_failures = pairing_failures_;
   for (const auto* p : probed_peers()) {
     auto pp = pairing_.find(p->name);

@@ -206,6 +206,15 @@ struct FlowTrace {
   std::vector<std::string> path, fresh;  // source address first; empty: none
   std::string result;                    // the last trace's: complete, partial or why not; "" none yet
   double traced_unix = 0;                // when the last trace ended (Unix seconds), 0: never
+  // How the window the snapshot's suspects come from judged the flow: lossy, clean, unjudged
+  // (too few probes: neither), or "" (not in that window: created since).
+  std::string state;
+};
+
+// A suspect link of the last window with the evidence behind it (docs/prober.md, "Path tracing").
+struct SuspectEvidence {
+  model::SuspectLink link;  // with the ids (flow_id()) of the lossy flows it explains
+  double named_unix = 0;    // when it was first named, in an unbroken run of judgements
 };
 
 struct Snapshot {
@@ -223,8 +232,19 @@ struct Snapshot {
   std::map<std::string, std::uint64_t> pairing_failures;  // by reason
   // Path tracing (with a tracer): every flow's traces, the last window's suspects on the rails
   // whose verdicts include path, and the book (paths seen per link).
+  // One window's answer, computed together in the engine's loop: the verdicts of `window`, the
+  // state of each flow in `traces` (FlowTrace::state) and the suspects named from them. A reader
+  // of one snapshot never mixes windows.
   std::vector<FlowTrace> traces;
+  std::vector<Finding> findings;  // localize(window)
   std::vector<model::SuspectLink> suspects;
+  std::vector<SuspectEvidence> evidence;  // suspects[i]'s evidence, same order
+  // Rails whose 5-tuples traced to different paths on repeated traces (per-packet spraying,
+  // adaptive routing, or a route change) within the hold time: their suspects are withheld,
+  // since one trace describes none of a sprayed flow's paths.
+  std::set<std::string> spraying;
+  std::map<std::string, std::uint64_t> withheld;  // suspects not named, by rail, because it sprays
+  std::uint64_t spray_evidence = 0;  // repeated traces of one 5-tuple that disagreed, since start
   std::shared_ptr<const TraceBook> book;
   std::uint64_t peers_known = 0, links = 0, links_up = 0, late_completions = 0, self_excluded = 0,
                 link_limit_hits = 0;
@@ -294,6 +314,9 @@ class Engine {
     std::size_t distance = 0;  // the destination's distance learned by a trace (0: unknown)
     std::string trace_result;
     double traced_unix = 0;
+    // The 5-tuple was traced a second time (a confirmation right after its first trace): two
+    // traces of one 5-tuple tell a fabric that sprays its packets from one that hashes them.
+    bool confirmed = false;
   };
   // One entry of the due-time heap. A link has at most one live entry (seq == Link::queued);
   // entries of links since requeued or closed are stale and dropped when they reach the top.
@@ -331,8 +354,16 @@ class Engine {
   FlowOutcome outcome_of(const Link& l) const;  // the flow's ids (sent, lost: zero)
   void request_trace(Link& l, bool fresh);
   void forget_traces(const Link& l);
-  void take_traces();
+  void take_traces(TimePoint now);
   void traces_of(Snapshot& s) const;  // snapshot()'s tracing part
+  // The last window's answer (findings, suspects and their evidence), recomputed in tick() when a
+  // window closed or the trace book changed: what snapshot() publishes together.
+  void judge_window(TimePoint now);
+  // A repeated trace of one 5-tuple (a confirmation, a fresh one) that answered a different hop
+  // where both answered: the rail's paths are not one per 5-tuple.
+  void note_spraying(const Link& l, const std::vector<std::string>& before, const std::vector<std::string>& after,
+                     TimePoint now);
+  bool spraying(const std::string& rail, TimePoint now) const;
   void rotate_flows(TimePoint now);
   std::uint32_t link_flow_label(const Link& l) const;
   void handle_link(Link& l, const TransportEvent& e);
@@ -384,6 +415,21 @@ class Engine {
   std::uint64_t flow_salt_ = 0;
   TraceScheduler* tracer_ = nullptr;
   TraceBook book_;
+  // judge_window()'s answer and what it was computed from.
+  struct Judged {
+    std::uint64_t windows = ~0ull, book_version = ~0ull;
+    std::vector<Finding> findings;
+    std::vector<SuspectEvidence> evidence;
+    std::map<std::string, std::string> states;  // flow id -> lossy, clean, unjudged
+    std::set<std::string> spraying;
+    std::map<std::string, std::uint64_t> withheld;
+  } judged_;
+  // A rail reads as spraying for this many windows after its last evidence (10 minutes at the
+  // default 30 s window): adaptive routing is configuration that lasts, and a new 5-tuple is only
+  // traced twice when it is created, so the evidence must outlive the traces that found it.
+  static constexpr int kSprayHoldWindows = 20;
+  std::map<std::string, TimePoint> spray_seen_;  // rail -> the last evidence of spraying
+  std::uint64_t spray_evidence_ = 0;             // repeated traces that disagreed, since start
   std::uint64_t book_version_ = 0;
   mutable std::uint64_t book_copied_ = ~0ull;
   mutable std::shared_ptr<const TraceBook> book_copy_;  // snapshot(): copied when book_ changed

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "collectors/common/suspect_series.h"
+#include "collectors/prober/engine/engine.h"
 
 namespace rdma::collectors::prober {
 
@@ -58,6 +59,21 @@ std::vector<model::TracedFlow> TraceBook::traced(const std::vector<FlowOutcome>&
   return out;
 }
 
+std::vector<model::TracedFlow> window_traced_flows(const std::vector<FlowOutcome>& window,
+                                                   const std::vector<Finding>& findings, const TraceBook& book,
+                                                   const LocalizeSettings& s) {
+  std::set<std::string> path_rails, lossy;
+  for (const auto& f : findings)
+    if (f.path) path_rails.insert(f.rail);
+  std::vector<FlowOutcome> judged;
+  for (const auto& f : window)
+    if (path_rails.count(f.rail) && flow_judged(f, s)) {
+      if (flow_lossy(f, s)) lossy.insert(flow_id(f));
+      judged.push_back(f);
+    }
+  return book.traced(judged, lossy);
+}
+
 void write_suspect_metrics(const std::vector<model::SuspectLink>& suspects, const TraceBook& book,
                            const std::vector<FlowOutcome>& window, exporter::MetricSink& out) {
   write_suspect_links(suspects,
@@ -77,6 +93,33 @@ void write_suspect_metrics(const std::vector<model::SuspectLink>& suspects, cons
                    {"peer_port", std::to_string(f.peer_port)}},
                   it == book.paths_seen().end() ? 0 : it->second.size());
   }
+}
+
+void write_suspect_evidence(const Snapshot& s, exporter::MetricSink& out) {
+  for (const auto& e : s.evidence) {
+    const exporter::Labels l{{"rail", e.link.group}, {"from", e.link.link.from}, {"to", e.link.link.to}};
+    out.gauge("rdma_prober_suspect_link_named_timestamp_seconds",
+              "When the suspect link was first named, in an unbroken run of windows naming it (Unix seconds).", l,
+              e.named_unix);
+    out.gauge("rdma_prober_suspect_link_narrowed",
+              "1: fresh traces of the lossy flows stopped right before the link; 0: named by the intersection alone (the "
+              "lossy flows' paths less the links clean flows cross).",
+              l, e.link.narrowed ? 1.0 : 0.0);
+  }
+  for (const auto& f : s.findings) {
+    out.gauge("rdma_prober_rail_spraying",
+              "1 when repeated traces of one 5-tuple on the rail answered from different hops recently (per-packet "
+              "spraying, adaptive routing, or a route change): the rail's suspect links are withheld.",
+              {{"rail", f.rail}}, s.spraying.count(f.rail) ? 1.0 : 0.0);
+    const auto w = s.withheld.find(f.rail);
+    out.gauge_u64("rdma_prober_suspects_withheld",
+                  "Suspect links of the last window not named because the rail sprays (rdma_prober_rail_spraying).",
+                  {{"rail", f.rail}}, w == s.withheld.end() ? 0 : w->second);
+  }
+  out.counter("rdma_prober_trace_disagreements_total",
+              "Repeated traces of one 5-tuple (a new flow's confirmation, a lossy flow's fresh trace) that answered "
+              "from a different hop where both answered.",
+              {}, s.spray_evidence);
 }
 
 }  // namespace rdma::collectors::prober

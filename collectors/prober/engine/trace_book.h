@@ -57,10 +57,26 @@ class TraceBook {
   std::map<std::string, std::set<std::vector<std::string>>> paths_;
 };
 
+// The suspect_links() input of one window: on the rails whose verdict (`findings`) includes path,
+// its judged flows that the book has traces of, lossy or clean by the window's rule. A flow with
+// too few probes to be judged (just connected, reconnecting) is neither: counting it clean could
+// clear the broken link it crosses and leave a wrong one named.
+std::vector<model::TracedFlow> window_traced_flows(const std::vector<FlowOutcome>& window,
+                                                   const std::vector<Finding>& findings, const TraceBook& book,
+                                                   const LocalizeSettings& s);
+
 // Per rail rdma_prober_suspect_link{rail,from,to} (lossy flows explained) and
 // rdma_prober_suspect_link_clean_flows{rail,from,to}; per link rdma_prober_link_paths_seen{device,
 // port,peer,peer_device,peer_port} (distinct paths its flows were traced on).
 void write_suspect_metrics(const std::vector<model::SuspectLink>& suspects, const TraceBook& book,
                            const std::vector<FlowOutcome>& window, exporter::MetricSink& out);
+
+struct Snapshot;
+// What stands behind the suspects and what keeps them back: per suspect
+// rdma_prober_suspect_link_named_timestamp_seconds{rail,from,to} and
+// rdma_prober_suspect_link_narrowed{rail,from,to}; per rail of the window
+// rdma_prober_rail_spraying{rail} and rdma_prober_suspects_withheld{rail}; and
+// rdma_prober_trace_disagreements_total (repeated traces of one 5-tuple on different paths).
+void write_suspect_evidence(const Snapshot& s, exporter::MetricSink& out);
 
 }  // namespace rdma::collectors::prober

@@ -31,22 +31,67 @@ void hops(std::string& out, const char* name, const std::vector<std::string>& h)
   out += "],";
 }
 
+void strings(std::string& out, const char* name, const std::vector<std::string>& v, std::size_t max) {
+  out += '"';
+  out += name;
+  out += "\":[";
+  for (std::size_t i = 0; i < v.size() && i < max; ++i) {
+    if (i) out += ',';
+    exporter::append_json_string(out, v[i]);
+  }
+  out += "],";
+}
+
+void window_answer(std::string& out, const Snapshot& s) {
+  number(out, "window", static_cast<double>(s.windows));
+  out += "\"verdicts\":[";
+  for (std::size_t i = 0; i < s.findings.size(); ++i) {
+    if (i) out += ',';
+    out += '{';
+    field(out, "rail", s.findings[i].rail);
+    field(out, "verdict", std::string(verdict_label(s.findings[i].verdict)));
+    out.back() = '}';
+  }
+  out += "],";
+  strings(out, "spraying", {s.spraying.begin(), s.spraying.end()}, s.spraying.size());
+  out += "\"suspects\":[";
+  for (std::size_t i = 0; i < s.evidence.size(); ++i) {
+    const auto& e = s.evidence[i];
+    if (i) out += ',';
+    out += '{';
+    field(out, "rail", e.link.group);
+    field(out, "from", e.link.link.from);
+    field(out, "to", e.link.link.to);
+    number(out, "lossy_flows", static_cast<double>(e.link.lossy_flows));
+    number(out, "clean_flows", static_cast<double>(e.link.clean_flows));
+    // narrowed: fresh traces of lossy flows stopped right before it; intersection: only the
+    // lossy flows' clean paths less the links clean flows cross.
+    field(out, "basis", e.link.narrowed ? "narrowed" : "intersection");
+    number(out, "named_unix", e.named_unix);
+    strings(out, "flows", e.link.lossy_ids, kMaxSuspectFlowIds);
+    out.back() = '}';
+  }
+  out += "],";
+}
+
 }  // namespace
 
-exporter::HttpResponse traces_response(const std::vector<FlowTrace>* traces, bool tracing,
-                                       const exporter::RequestIdentity& who) {
+exporter::HttpResponse traces_response(const Snapshot* snap, bool tracing, const exporter::RequestIdentity& who) {
   if (!who.authenticated())
     return {403, "text/plain; charset=utf-8",
             "traces refused: needs basic auth or a verified client certificate (docs/security.md)\n"};
   std::string out = "{\"tracing\":";
   out += tracing ? "true" : "false";
-  out += ",\"flows\":[";
+  out += ',';
+  if (snap) window_answer(out, *snap);
+  out += "\"flows\":[";
   std::size_t rows = 0;
-  const std::size_t total = traces ? traces->size() : 0;
+  const std::size_t total = snap ? snap->traces.size() : 0;
   for (std::size_t i = 0; i < total && rows < kMaxTraceRows; ++i, ++rows) {
-    const auto& t = (*traces)[i];
+    const auto& t = snap->traces[i];
     if (rows) out += ',';
     out += '{';
+    field(out, "id", flow_id(t.flow));
     field(out, "device", t.flow.device);
     number(out, "port", t.flow.port);
     field(out, "peer", t.flow.peer);
@@ -57,6 +102,7 @@ exporter::HttpResponse traces_response(const std::vector<FlowTrace>* traces, boo
     number(out, "flow_label", t.flow_label);
     number(out, "udp_sport", t.sport);
     number(out, "dest_qpn", t.dest_qpn);
+    field(out, "state", t.state);
     hops(out, "path", t.path);
     hops(out, "fresh", t.fresh);
     field(out, "result", t.result);

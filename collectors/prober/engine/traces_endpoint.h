@@ -1,5 +1,7 @@
 // /prober/traces: every flow's path traces as JSON, for operators and tests (docs/prober.md,
-// "Path tracing"). Same access rule as /probe: an authenticated caller (basic auth or a
+// "Path tracing"), with the last window's answer they belong to: its number, the verdicts, each
+// flow's state in it and the suspects named from them with their evidence -- one snapshot, so a
+// reader never sets one window's suspects against another's flows. Same access rule as /probe: an authenticated caller (basic auth or a
 // verified client certificate, exporter::request_identity()) or 403 -- the hop addresses map
 // the fabric. Bounded: at most kMaxTraceRows flows, then "truncated": true.
 #pragma once
@@ -13,9 +15,10 @@
 namespace rdma::collectors::prober {
 
 inline constexpr std::size_t kMaxTraceRows = 4096;
+// Flow ids listed per suspect (its lossy_flows count them all).
+inline constexpr std::size_t kMaxSuspectFlowIds = 64;
 
-// `traces` null: the prober is not running (an empty list). `tracing` false: tracing is off.
-exporter::HttpResponse traces_response(const std::vector<FlowTrace>* traces, bool tracing,
-                                       const exporter::RequestIdentity& who);
+// `snap` null: the prober is not running (an empty list). `tracing` false: tracing is off.
+exporter::HttpResponse traces_response(const Snapshot* snap, bool tracing, const exporter::RequestIdentity& who);
 
 }  // namespace rdma::collectors::prober

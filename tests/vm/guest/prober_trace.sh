@@ -40,8 +40,9 @@ if [[ $MODE == outbound ]]; then
     "$RAILS" >"$WORK/b.yml"
 fi
 
-# traces PORT FILE: the instance's flows once all 2 x FLOWS have a path (prober_traces.py's lines)
-traces() { /usr/bin/python3 "$TRACES" "http://127.0.0.1:$1/prober/traces" "$AUTH" $((2 * FLOWS)) >"$2"; }
+# traces PORT FILE: the instance's flows once all 2 x FLOWS have a path (prober_traces.py's lines,
+# with each flow's state in the answer's window), and that same answer's suspects in FILE.suspects
+traces() { /usr/bin/python3 "$TRACES" "http://127.0.0.1:$1/prober/traces" "$AUTH" $((2 * FLOWS)) "$2.suspects" >"$2"; }
 
 # suspects FILE RAIL: the rail's suspect links "from>to=lossy_flows", sorted on one line (REPLY)
 suspects() {
@@ -93,18 +94,22 @@ no_suspects_within_two_windows() {
   return 1
 }
 
-# clean_crossing FILE "a>b c>d": the given links that a clean flow of FILE (a traces file: no
-# fresh trace) crosses, on one line ("" = none)
+# clean_crossing FILE RAIL: the suspects of RAIL in one /prober/traces answer (FILE.suspects) that a
+# flow of the rail judged clean in that answer's window (FILE) crosses, on one line ("" = none).
+# Both from one answer: the suspects and the flow states they were named from are one window's.
 clean_crossing() {
-  local rail dev flow sport path fresh out= l
-  while read -r rail dev flow sport path fresh; do
-    [[ $fresh == - && $path != - ]] || continue
-    for l in $2; do
+  local rail dev flow sport path fresh state out= l links=()
+  while read -r rail l; do [[ $rail == "$2" ]] && links+=("$l"); done < <(tail -n +2 "$1.suspects")
+  while read -r rail dev flow sport path fresh state; do
+    [[ $rail == "$2" && $state == clean && $path != - ]] || continue
+    for l in "${links[@]}"; do
       [[ ",$path," == *",${l%>*},${l#*>},"* ]] && out+=" $l($dev#$flow)"
     done
   done <"$1"
   echo "${out# }"
 }
+# answer_suspects FILE RAIL: the rail's suspects in that answer, sorted on one line (REPLY)
+answer_suspects() { REPLY=$(awk -v r="$2" 'NR > 1 && $1 == r {print $2}' "$1.suspects" | sort | tr '\n' ' '); REPLY=${REPLY% }; }
 
 # fault_at_window ARGS...: `ecmp-fabric.sh ARGS` as a localization window begins (so that window
 # holds the fault from its start); T0 = when
@@ -188,8 +193,11 @@ total=0; for x in $s; do total=$((total + ${x##*=})); done
 ((total == FLOWS_ON[a1:$P])) && ok "the suspects explain $total lossy flows = the ${FLOWS_ON[a1:$P]} on $P" \
   || bad "the suspects ($s) explain $total lossy flows, ${FLOWS_ON[a1:$P]} on $P"
 traces $PORT_A "$WORK/t_drop"
-links_of "$s"; c=$(clean_crossing "$WORK/t_drop" "$REPLY")
-[[ -z $c ]] && ok "no clean flow crosses a suspect" || bad "clean flows cross suspects: $c"
+answer_suspects "$WORK/t_drop" rail1
+[[ -n $REPLY ]] && ok "/prober/traces names rail 1's suspects with the flows' states: $REPLY ($(head -1 "$WORK/t_drop.suspects"))" \
+  || bad "/prober/traces names no suspect on rail 1 while /metrics does"
+c=$(clean_crossing "$WORK/t_drop" rail1)
+[[ -z $c ]] && ok "no flow judged clean in that window crosses a suspect" || bad "clean flows cross suspects: $c"
 wait_verdict "rail1:path rail2:none" && ok "verdict path on rail 1, none on rail 2" || bad "verdicts with $P dropped"
 
 section "healed: no suspect within two windows [${SECONDS} s]"
@@ -218,8 +226,8 @@ if [[ $MODE == inbound ]]; then
     bad "rail $R2's suspects are not $want"
   fi
   traces $PORT_A "$WORK/t_drop2"
-  suspects "$WORK/poll" rail$R2; links_of "$REPLY"; c=$(clean_crossing "$WORK/t_drop2" "$REPLY")
-  [[ -z $c ]] && ok "no clean flow crosses a suspect" || bad "clean flows cross suspects: $c"
+  c=$(clean_crossing "$WORK/t_drop2" rail$R2)
+  [[ -z $c ]] && ok "no flow judged clean in that window crosses a suspect" || bad "clean flows cross suspects: $c"
   for p in "${drops[@]}"; do "$FABRIC" heal $R2 $p || fatal "heal $R2 $p"; done
   no_suspects_within_two_windows $PORT_A && ok "healed: no suspect within two windows" || bad "suspects stay after the heal"
 
@@ -266,14 +274,14 @@ else
     bad "B's rail-1 suspects are not $want"
   fi
   traces $PORT_B "$WORK/t_ret_b"
-  suspects "$WORK/poll" rail1; links_of "$REPLY"; c=$(clean_crossing "$WORK/t_ret_b" "$REPLY")
+  c=$(clean_crossing "$WORK/t_ret_b" rail1)
   [[ -z $c ]] && ok "B: no clean flow crosses a suspect" || bad "B: clean flows cross suspects: $c"
   # A: its flows whose answers come back over P lose; its traces go A -> B and pass
   scrape_port $PORT_A "$WORK/ret_a"
   suspects "$WORK/ret_a" rail1; sa=$REPLY
   echo "  A sees: verdicts '$(verdicts "$WORK/ret_a")', rail-1 suspects '${sa:-none}'"
   traces $PORT_A "$WORK/t_ret_a"
-  links_of "$sa"; c=$(clean_crossing "$WORK/t_ret_a" "$REPLY")
+  c=$(clean_crossing "$WORK/t_ret_a" rail1)
   [[ -z $c ]] && ok "A: no suspect that a clean flow crosses (it names at most forward links of the lossy flows' paths)" \
     || bad "A: clean flows cross suspects: $c"
   a_fresh_cut=$(awk '$1 == "rail1" && $6 != "-" && split($6, h, ",") < 4' "$WORK/t_ret_a" | wc -l)
