@@ -293,7 +293,7 @@ EngineConfig trace_config() {
 
 }  // namespace
 
-TEST_CASE("trace_scheduler: the engine traces each new flow twice (a confirmation), a rotation forgets and traces anew",
+TEST_CASE("trace_scheduler: the engine traces each new flow once, a rotation forgets and traces anew",
           "[trace]") {
   Rig r(trace_config());
   r.run(T0, T0 + 1s, true);
@@ -312,18 +312,9 @@ TEST_CASE("trace_scheduler: the engine traces each new flow twice (a confirmatio
   }
   REQUIRE(s.book);
   CHECK(s.book->flows() == 2);
-  // Each 5-tuple's confirmation, once: the same hops, no disagreement.
-  CHECK(r.sched.counters().queued == 2);
-  r.drain();
-  r.run(T0 + 2s, T0 + 3s, true);
-  CHECK(r.tracer.traced.size() == 4);
-  CHECK(r.tracer.traced[2].sport == r.tracer.traced[0].sport);
   CHECK(r.sched.counters().queued == 0);
-  s = r.engine.snapshot();
-  CHECK(s.spray_evidence == 0);
-  CHECK(s.spraying.empty());
   // The rotation at 20 s re-creates flow 0: its trace is forgotten and it is traced again.
-  r.run(T0 + 3s, T0 + 21s, true);
+  r.run(T0 + 2s, T0 + 21s, true);
   REQUIRE(r.t.connects.size() == 3);
   CHECK(r.t.connects[2].flow == 0);
   CHECK(r.t.connects[2].flow_label != r.t.connects[0].flow_label);
@@ -331,8 +322,8 @@ TEST_CASE("trace_scheduler: the engine traces each new flow twice (a confirmatio
   s = r.engine.snapshot();
   CHECK(s.book->flows() == 1);
   r.drain();
-  CHECK(r.tracer.traced.size() == 5);
-  CHECK(r.tracer.traced[4].sport == flow_label_to_udp_sport(r.t.connects[2].flow_label));
+  CHECK(r.tracer.traced.size() == 3);
+  CHECK(r.tracer.traced[2].sport == flow_label_to_udp_sport(r.t.connects[2].flow_label));
 }
 
 TEST_CASE("trace_scheduler: a flow judged lossy gets a fresh trace, ahead, a reconnect keeps its trace, clean again drops it", "[trace]") {
@@ -342,7 +333,6 @@ TEST_CASE("trace_scheduler: a flow judged lossy gets a fresh trace, ahead, a rec
   r.run(T0, T0 + 1s, true);
   r.drain();
   r.run(T0 + 1s, T0 + 2s, true);
-  r.drain();  // the confirmations
   const auto traced = r.tracer.traced.size();
   // No completions: every probe is lost, both flows are lossy at the window's end.
   r.run(T0 + 2s, T0 + 10s + 200ms, false);
@@ -419,6 +409,12 @@ bool crosses(const std::vector<std::string>& path, const rdma::model::HopLink& l
   return false;
 }
 
+rdma::exporter::RequestIdentity ops() {
+  rdma::exporter::RequestIdentity who;
+  who.basic_auth_user = "ops";
+  return who;
+}
+
 }  // namespace
 
 TEST_CASE("trace_scheduler: one snapshot holds a window's verdicts, flow states and the suspects named from them",
@@ -430,7 +426,6 @@ TEST_CASE("trace_scheduler: one snapshot holds a window's verdicts, flow states 
   r.run(T0, T0 + 1s, true);
   r.drain();
   r.run(T0 + 1s, T0 + 2s, true);
-  r.drain();  // the confirmations
   r.losing = {0};
   r.run(T0 + 2s, T0 + 10s + 200ms, true);
   auto s = r.engine.snapshot();
@@ -445,8 +440,16 @@ TEST_CASE("trace_scheduler: one snapshot holds a window's verdicts, flow states 
   for (const auto& [id, st] : state)
     if (st == "lossy") lossy_id = id;
   CHECK(!lossy_id.empty());
-  // Before its fresh trace, flow 0's two links past the first hop are tied: both named, each with
-  // its evidence, and neither crossed by a flow the same window judged clean.
+  // Flow 0's fresh trace is still queued: nothing is named yet.
+  CHECK(r.sched.counters().queued == 1);
+  CHECK(s.evidence.empty());
+  CHECK(s.suspects.empty());
+  // Back (complete: the forward path passes it), flow 0's two links past the first hop are tied:
+  // both named, each with its evidence, and neither crossed by a flow the window judged clean.
+  r.drain();
+  r.run(T0 + 10s + 200ms, T0 + 11s, true);
+  s = r.engine.snapshot();
+  CHECK(s.windows == 1);
   REQUIRE(s.evidence.size() == 2);
   REQUIRE(s.suspects.size() == 2);
   for (const auto& e : s.evidence) {
@@ -457,21 +460,18 @@ TEST_CASE("trace_scheduler: one snapshot holds a window's verdicts, flow states 
     for (const auto& f : s.traces)
       if (f.state == "clean") CHECK_FALSE(crosses(f.path, e.link.link));
   }
+  CHECK(s.spray_evidence == 0);
   const double named = s.evidence[0].named_unix;
-  auto json = traces_response(&s, true, [] {
-                rdma::exporter::RequestIdentity who;
-                who.basic_auth_user = "ops";
-                return who;
-              }()).body;
+  const auto json = traces_response(&s, true, ops()).body;
   CHECK(json.find("\"window\":1,") != std::string::npos);
   CHECK(json.find("\"verdicts\":[{\"rail\":\"r1\",\"verdict\":\"path\"}]") != std::string::npos);
   CHECK(json.find("\"basis\":\"intersection\"") != std::string::npos);
   CHECK(json.find("\"state\":\"lossy\"") != std::string::npos);
-  // The fresh trace changes the book, not the window: the same links, named since the same time.
-  r.drain();
-  r.run(T0 + 10s + 200ms, T0 + 11s, true);
+  CHECK(json.find("\"flows\":[\"" + lossy_id + "\"]") != std::string::npos);
+  // The next window names the same links: named since the same time.
+  r.run(T0 + 11s, T0 + 20s + 200ms, true);
   s = r.engine.snapshot();
-  CHECK(s.windows == 1);
+  CHECK(s.windows == 2);
   REQUIRE_FALSE(s.evidence.empty());
   CHECK(s.evidence[0].named_unix == named);
 }
@@ -485,9 +485,10 @@ TEST_CASE("trace_scheduler: a 5-tuple traced on two paths marks its rail as spra
   r.run(T0, T0 + 1s, true);
   r.drain();
   r.run(T0 + 1s, T0 + 2s, true);
-  r.drain();  // flow 0's confirmation answers from spine c
   r.losing = {0};
   r.run(T0 + 2s, T0 + 10s + 200ms, true);
+  r.drain();  // flow 0's fresh trace answers from spine c where its first answered from spine a
+  r.run(T0 + 10s + 200ms, T0 + 11s, true);
   auto s = r.engine.snapshot();
   CHECK(s.spray_evidence == 1);
   REQUIRE(s.findings.size() == 1);
@@ -495,10 +496,12 @@ TEST_CASE("trace_scheduler: a 5-tuple traced on two paths marks its rail as spra
   CHECK(s.spraying == std::set<std::string>{"r1"});
   CHECK(s.evidence.empty());  // but no single link is named
   CHECK(s.suspects.empty());
-  CHECK(s.withheld.at("r1") == 2);
+  CHECK(s.withheld.at("r1") >= 1);
   rdma::exporter::MetricSink out;
   write_suspect_evidence(s, out);
   CHECK(rdma::testing::dbl(out, "rdma_prober_rail_spraying", {{"rail", "r1"}}) == 1.0);
-  CHECK(rdma::testing::u64(out, "rdma_prober_suspects_withheld", {{"rail", "r1"}}) == 2u);
+  CHECK(rdma::testing::u64(out, "rdma_prober_suspects_withheld", {{"rail", "r1"}}) >= 1u);
   CHECK(rdma::testing::u64(out, "rdma_prober_trace_disagreements_total", {}) == 1u);
+  CHECK(traces_response(&s, true, ops()).body.find("\"spraying\":[\"r1\"]") != std::string::npos);
+  // Without spraying the same fault names links (the test above): the withholding is the rail's.
 }

@@ -354,9 +354,10 @@ void Engine::close_window(TimePoint now) {
     // hash as the flow's: where its trace stops names the link); one judged clean again drops
     // its fresh trace, so a healed flow reads clean at once.
     const bool lossy = flow_lossy(f, ls);
-    if (lossy && !l.lossy) request_trace(l, true);
+    if (lossy && !l.lossy) l.fresh_pending = request_trace(l, true);
     if (!lossy && flow_judged(f, ls) && l.lossy) {
       book_.cleared(flow_id(f));
+      l.fresh_pending = false;
       ++book_version_;
     }
     if (lossy || flow_judged(f, ls)) l.lossy = lossy;
@@ -366,8 +367,8 @@ void Engine::close_window(TimePoint now) {
   window_start_ = now;
 }
 
-void Engine::request_trace(Link& l, bool fresh) {
-  if (!tracer_ || !l.trace_target) return;
+bool Engine::request_trace(Link& l, bool fresh) {
+  if (!tracer_ || !l.trace_target) return false;
   TraceJob j;
   j.link = l.id;
   j.flow_label = l.flow_label;
@@ -376,7 +377,9 @@ void Engine::request_trace(Link& l, bool fresh) {
   j.options = cfg_.trace;
   j.options.distance = l.distance;
   j.fresh = fresh;
-  if (tracer_->request(std::move(j))) l.traced_label = l.flow_label;
+  if (!tracer_->request(std::move(j))) return false;
+  l.traced_label = l.flow_label;
+  return true;
 }
 
 void Engine::forget_traces(const Link& l) {
@@ -394,10 +397,14 @@ void Engine::take_traces(TimePoint now) {
     Link& l = it->second;
     const auto& o = d.outcome;
     l.trace_result = !o.failure.empty() ? o.failure : o.complete ? "complete" : "partial";
+    if (d.job.fresh && l.fresh_pending) {  // whatever it found, the lossy flow may now be judged
+      l.fresh_pending = false;
+      ++book_version_;
+    }
     l.traced_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     if (o.distance) l.distance = o.distance;
     if (o.hops.empty()) continue;  // nothing answered: the flow's last path stands
-    // A repeated trace of this 5-tuple (its confirmation, or a fresh one of a lossy flow) that
+    // A repeated trace of this 5-tuple (a lossy flow's fresh one, or a new clean one) that
     // answered another hop where both answered: the rail does not keep a 5-tuple on one path.
     const auto source = gid_address(d.job.target.source);
     if (const auto* before = book_.find(flow_id(outcome_of(l))); before && !before->path.empty()) {
@@ -406,15 +413,8 @@ void Engine::take_traces(TimePoint now) {
       note_spraying(l, before->path, after, now);
     }
     // A first trace that ends after the flow was judged lossy is no clean path (it is the fresh one).
-    const bool fresh = d.job.fresh || l.lossy;
-    book_.record(outcome_of(l), source, o.hops, o.complete, fresh);
+    book_.record(outcome_of(l), source, o.hops, o.complete, d.job.fresh || l.lossy);
     ++book_version_;
-    // Each new 5-tuple is traced twice: a fabric that sprays (adaptive routing, per-packet ECMP)
-    // answers the two from different hops, and its suspects are then withheld instead of guessed.
-    if (!fresh && !l.confirmed) {
-      l.confirmed = true;
-      request_trace(l, false);
-    }
   }
 }
 
@@ -456,7 +456,12 @@ void Engine::judge_window(TimePoint now) {
   judged_.withheld.clear();
   const double unix_now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  for (auto& l : model::suspect_links(window_traced_flows(last_window_, judged_.findings, book_, ls))) {
+  // A lossy flow whose fresh trace is still out waits: that trace is the second look at its
+  // 5-tuple that tells a sprayed rail (above) and may narrow it to one link.
+  std::set<std::string> waiting;
+  for (const auto& [id, l] : links_)
+    if (l.fresh_pending) waiting.insert(flow_id(outcome_of(l)));
+  for (auto& l : model::suspect_links(window_traced_flows(last_window_, judged_.findings, book_, ls, waiting))) {
     if (judged_.spraying.count(l.group)) {
       ++judged_.withheld[l.group];
       continue;
@@ -485,7 +490,7 @@ void Engine::rotate_flows(TimePoint now) {
       l.in_flight.clear();  // posted on the old QP: neither lost nor completed
       forget_traces(l);     // a new 5-tuple: another path
       l.trace_target.reset();
-      l.distance = 0, l.lossy = false, l.trace_result.clear(), l.traced_unix = 0, l.confirmed = false;
+      l.distance = 0, l.lossy = false, l.trace_result.clear(), l.traced_unix = 0, l.fresh_pending = false;
       ++l.rotations;
       l.flow_label = link_flow_label(l);  // the next 5-tuple of this flow's slot
       l.state = State::kIdle;

@@ -314,9 +314,9 @@ class Engine {
     std::size_t distance = 0;  // the destination's distance learned by a trace (0: unknown)
     std::string trace_result;
     double traced_unix = 0;
-    // The 5-tuple was traced a second time (a confirmation right after its first trace): two
-    // traces of one 5-tuple tell a fabric that sprays its packets from one that hashes them.
-    bool confirmed = false;
+    // Turned lossy and its fresh trace not back yet: it names nothing until then (the fresh
+    // trace is the second look at its 5-tuple that tells a sprayed rail, and may narrow it).
+    bool fresh_pending = false;
   };
   // One entry of the due-time heap. A link has at most one live entry (seq == Link::queued);
   // entries of links since requeued or closed are stale and dropped when they reach the top.
@@ -352,14 +352,14 @@ class Engine {
   void park(Link& l);
   void close_window(TimePoint now);
   FlowOutcome outcome_of(const Link& l) const;  // the flow's ids (sent, lost: zero)
-  void request_trace(Link& l, bool fresh);
+  bool request_trace(Link& l, bool fresh);  // false: no tracer, no target, or the queue is full
   void forget_traces(const Link& l);
   void take_traces(TimePoint now);
   void traces_of(Snapshot& s) const;  // snapshot()'s tracing part
   // The last window's answer (findings, suspects and their evidence), recomputed in tick() when a
   // window closed or the trace book changed: what snapshot() publishes together.
   void judge_window(TimePoint now);
-  // A repeated trace of one 5-tuple (a confirmation, a fresh one) that answered a different hop
+  // A repeated trace of one 5-tuple (a lossy flow's fresh one) that answered a different hop
   // where both answered: the rail's paths are not one per 5-tuple.
   void note_spraying(const Link& l, const std::vector<std::string>& before, const std::vector<std::string>& after,
                      TimePoint now);
@@ -425,8 +425,8 @@ class Engine {
     std::map<std::string, std::uint64_t> withheld;
   } judged_;
   // A rail reads as spraying for this many windows after its last evidence (10 minutes at the
-  // default 30 s window): adaptive routing is configuration that lasts, and a new 5-tuple is only
-  // traced twice when it is created, so the evidence must outlive the traces that found it.
+  // default 30 s window): adaptive routing is configuration that lasts, and a 5-tuple is traced
+  // again only when it turns lossy, so the evidence must outlive the traces that found it.
   static constexpr int kSprayHoldWindows = 20;
   std::map<std::string, TimePoint> spray_seen_;  // rail -> the last evidence of spraying
   std::uint64_t spray_evidence_ = 0;             // repeated traces that disagreed, since start

@@ -61,13 +61,13 @@ std::vector<model::TracedFlow> TraceBook::traced(const std::vector<FlowOutcome>&
 
 std::vector<model::TracedFlow> window_traced_flows(const std::vector<FlowOutcome>& window,
                                                    const std::vector<Finding>& findings, const TraceBook& book,
-                                                   const LocalizeSettings& s) {
+                                                   const LocalizeSettings& s, const std::set<std::string>& waiting) {
   std::set<std::string> path_rails, lossy;
   for (const auto& f : findings)
     if (f.path) path_rails.insert(f.rail);
   std::vector<FlowOutcome> judged;
   for (const auto& f : window)
-    if (path_rails.count(f.rail) && flow_judged(f, s)) {
+    if (path_rails.count(f.rail) && flow_judged(f, s) && !waiting.count(flow_id(f))) {
       if (flow_lossy(f, s)) lossy.insert(flow_id(f));
       judged.push_back(f);
     }
@@ -117,8 +117,8 @@ void write_suspect_evidence(const Snapshot& s, exporter::MetricSink& out) {
                   {{"rail", f.rail}}, w == s.withheld.end() ? 0 : w->second);
   }
   out.counter("rdma_prober_trace_disagreements_total",
-              "Repeated traces of one 5-tuple (a new flow's confirmation, a lossy flow's fresh trace) that answered "
-              "from a different hop where both answered.",
+              "Repeated traces of one 5-tuple (a lossy flow's fresh trace, a new clean one) that answered from a "
+              "different hop where both answered.",
               {}, s.spray_evidence);
 }
 

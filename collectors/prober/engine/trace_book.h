@@ -61,9 +61,10 @@ class TraceBook {
 // its judged flows that the book has traces of, lossy or clean by the window's rule. A flow with
 // too few probes to be judged (just connected, reconnecting) is neither: counting it clean could
 // clear the broken link it crosses and leave a wrong one named.
+// Flows in `waiting` (lossy, their fresh trace not back) take no part either.
 std::vector<model::TracedFlow> window_traced_flows(const std::vector<FlowOutcome>& window,
                                                    const std::vector<Finding>& findings, const TraceBook& book,
-                                                   const LocalizeSettings& s);
+                                                   const LocalizeSettings& s, const std::set<std::string>& waiting = {});
 
 // Per rail rdma_prober_suspect_link{rail,from,to} (lossy flows explained) and
 // rdma_prober_suspect_link_clean_flows{rail,from,to}; per link rdma_prober_link_paths_seen{device,
