@@ -215,9 +215,15 @@ class ProberCollector final : public exporter::Collector {
     out.gauge_u64("rdma_prober_responder_pending", "Connections to the responder not yet handshaken.", {},
                   p.transport.responder_pending);
     for (const auto& [reason, n] : p.transport.responder_refused)
-      out.counter("rdma_prober_responder_refused_total",
-                  "Connections the responder closed at accept, by reason (pending_total, pending_per_source, accept).",
+      out.counter("rdma_prober_responder_refused_total", "Connections the responder could not accept, by reason (accept: errors).",
                   {{"reason", reason}}, n);
+    for (const char* reason : {"pending_per_source", "pending_total"}) {
+      const auto it = p.transport.responder_evicted.find(reason);
+      out.counter("rdma_prober_responder_evicted_total",
+                  "Pending connections (not yet handshaken) the responder closed to take in a newer one, by the bound "
+                  "reached: pending_per_source (the address's oldest), pending_total (the busiest source prefix's oldest).",
+                  {{"reason", reason}}, it == p.transport.responder_evicted.end() ? 0 : it->second);
+    }
     out.counter("rdma_prober_responder_dead_peers_total",
                 "Served connections that ended in an error, not a close: TCP keepalive or user timeout (the peer vanished "
                 "without a FIN) or a reset; their QPs freed.",
@@ -492,6 +498,7 @@ Settings settings_from(const exporter::CollectorSettings& s) {
   t.responder_max_qps_per_source = static_cast<std::size_t>(s.integer("responder-max-qps-per-source", 1, 65536));
   t.responder_max_pending = static_cast<std::size_t>(s.integer("responder-max-pending", 1, 4096));
   t.responder_max_pending_per_source = static_cast<std::size_t>(s.integer("responder-max-pending-per-source", 1, 4096));
+  t.responder_pending_timeout = s.positive_duration("responder-pending-timeout");
   t.served_keepalive = s.duration("keepalive-timeout");
   if (t.served_keepalive.count() != 0 && t.served_keepalive < std::chrono::seconds(4))
     throw s.error("keepalive-timeout", "must be 0 (kernel defaults) or at least 4s");
@@ -541,6 +548,9 @@ Settings settings_from(const exporter::CollectorSettings& s) {
     a.target_ports.insert(static_cast<std::uint16_t>(port));
   }
   if (a.target_ports.empty()) a.target_ports = {t.listen.port, out.sources.dns_port};
+  std::vector<std::pair<std::string, std::string>> peer_names;
+  for (const auto& p : out.sources.statics) peer_names.emplace_back(p.name, p.address);
+  a.target_names = peer_target_names(peer_names);
   out.trace = s.boolean("trace");
   out.tracing.rate = static_cast<double>(s.integer("trace-rate", 1, 1000));
   out.tracing.burst = static_cast<double>(s.integer("trace-burst", 1, 64));
@@ -603,9 +613,12 @@ RDMA_REGISTER_COLLECTOR({
             {"responder-max-qps-per-source", exporter::OptionType::kInt, "256",
              "Most queue pairs the responder holds for one source address (then: busy), with or without a secret."},
             {"responder-max-pending", exporter::OptionType::kInt, "128",
-             "Most connections to the responder not yet handshaken (more are closed at accept)."},
+             "Most connections to the responder not yet handshaken; beyond, a newcomer replaces the oldest of the busiest "
+             "source prefix (IPv4 /24, IPv6 /64)."},
             {"responder-max-pending-per-source", exporter::OptionType::kInt, "8",
-             "Most connections not yet handshaken from one source address (more are closed at accept)."},
+             "Most connections not yet handshaken from one source address; beyond, a newcomer replaces the address's oldest."},
+            {"responder-pending-timeout", exporter::OptionType::kDuration, "1s",
+             "A connection to the responder not handshaken within this is closed (at most connect-timeout)."},
             {"keepalive-timeout", exporter::OptionType::kDuration, "1m",
              "A handshake connection whose peer vanished without a FIN is closed (its QPs freed) within about this long "
              "(TCP keepalive and TCP_USER_TIMEOUT; 0 = kernel defaults, hours)."},

@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 
+#include <map>
 #include <string>
 
 #include "collectors/prober/ondemand/probe_module.h"
@@ -51,6 +52,35 @@ TEST_CASE("probe policy: targets are known peers at their port or CIDR addresses
   CHECK_FALSE(target_allowed(a, known, "10.9.0.77", 9700));  // CIDR targets only at target_ports
   CHECK_FALSE(target_allowed(a, known, "10.9.1.1", 9662));
   CHECK_FALSE(target_allowed(ProbeAccess{}, {}, "127.0.0.1", 9662));  // nothing configured: nothing
+}
+
+TEST_CASE("probe policy: a target name goes on only when the config names it, before any lookup") {
+  ProbeAccess a;
+  // Static peers as configured: a name for an address, a host name alone, a name for a host name,
+  // and an address alone (no name to add).
+  a.target_names = peer_target_names({{"node12", "10.0.0.12"},
+                                      {"", "Node13.example"},
+                                      {"rack4-a", "node14.example"},
+                                      {"", "10.0.0.15"},
+                                      {"10.0.0.16", "10.0.0.16"}});
+  CHECK(a.target_names == std::map<std::string, std::string>{{"node12", "10.0.0.12"},
+                                                             {"node13.example", "Node13.example"},
+                                                             {"rack4-a", "node14.example"},
+                                                             {"node14.example", "node14.example"}});
+  // Numeric: as given, whatever the names.
+  CHECK(target_host(a, "10.9.9.9") == "10.9.9.9");
+  CHECK(target_host(a, "fd00::1") == "fd00::1");
+  // A peer's name maps to its configured address: no lookup at all for node12.
+  CHECK(target_host(a, "node12") == "10.0.0.12");
+  CHECK(target_host(a, "NODE12") == "10.0.0.12");  // names compare without case
+  CHECK(target_host(a, "node13.example") == "Node13.example");
+  CHECK(target_host(a, "rack4-a") == "node14.example");
+  // Anything else is refused before a resolver sees it.
+  CHECK(!target_host(a, "node99"));
+  CHECK(!target_host(a, "exfil.attacker.example"));
+  CHECK(!target_host(a, "localhost"));
+  CHECK(!target_host(a, "10.0.0.12.nip.io"));
+  CHECK(!target_host(ProbeAccess{}, "node12"));
 }
 
 TEST_CASE("probe policy: an anonymous caller cannot tell closed, open and silent ports apart") {

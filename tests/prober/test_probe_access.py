@@ -5,7 +5,7 @@ target; with basic auth or a verified client certificate, an unknown target or a
 peer refused; with probe_allow_unauthenticated, allowed targets run (no local port here) and others
 are refused; a duration module under a short scrape timeout fails without touching the target;
 rdma_probe_requests_total survives a SIGHUP reload that rebuilds the prober; /prober/traces follows
-the same access rule.
+the same access rule; a target name is refused unless the config names it, and never resolved then.
 
 usage: test_probe_access.py --exporter PATH [unittest args]"""
 import json
@@ -116,7 +116,7 @@ class ProbeAccess(unittest.TestCase):
     secret_file: {self.secret}
     listen_address: "127.0.0.1:{free_port()}"
     peers:
-      - {{address: 127.0.0.1, tcp_port: {self.peer.port}}}
+      - {{address: 127.0.0.1, tcp_port: {self.peer.port}, name: peer-one}}
 {extra}    probe_modules:
       lat: {{kind: write_lat, size: 2, iterations: 10, timeout: 5s}}
       long: {{kind: write_bw, size: 4096, qps: 1, duration: 3s, tx_depth: 1}}
@@ -231,6 +231,31 @@ class ProbeAccess(unittest.TestCase):
                 st, body = probe(d, f"module=lat&target={target}")
                 self.assertEqual(st, 403, target)
             self.assert_untouched()
+
+    def test_target_names_only_from_the_config_and_never_resolved_otherwise(self):
+        """A name the prober's config does not give is refused before any lookup (no DNS oracle, no
+        log line above debug per request); a static peer's name maps to its configured address
+        without a lookup. Every name here would fail or go elsewhere in the machine's resolver."""
+        web = self.write("web.yml", f"basic_auth_users:\n  prometheus: '{self.hash}'\n")
+        allow = "    probe_allow_unauthenticated: true\n    probe_target_cidrs: [127.0.0.0/8]\n"
+        for extra, auth, args in (("", ("prometheus", "s3cret"), [f"--web.config.file={web}"]), (allow, None, [])):
+            with self.daemon(self.config(extra), *args, auth=auth) as d:
+                for name in ("no-such-host.invalid", "localhost", "PEER-TWO", "127.0.0.1.nip.io"):
+                    st, body = probe(d, f"module=lat&target={name}:{self.peer.port}")
+                    self.assertEqual(st, 403, name)
+                    self.assertIn("target name is not a peer's name or address", body)
+                # The peer's name (any case): its address, no lookup; the probe runs (and fails here
+                # for want of a local RDMA port).
+                for name in ("peer-one", "Peer-One"):
+                    st, body = probe(d, f"module=lat&target={name}:{self.peer.port}")
+                    self.assertEqual((st, failure_reason(body)), (200, "no_local_port"), body)
+                self.assertEqual(value(d.scrape(), "rdma_probe_requests_total", module="lat", result="target_not_allowed"), "4")
+                log = d.log()
+                self.assertNotIn("cannot resolve", log)
+                for line in log.splitlines():
+                    if "no-such-host" in line or "nip.io" in line:
+                        self.assertIn(" level=debug ", line, line)
+            self.assertEqual((self.other.accepted), 0)
 
     def test_reload_keeps_the_request_counts(self):
         cfg = self.config()

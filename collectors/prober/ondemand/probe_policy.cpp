@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <sys/socket.h>
 
+#include <cctype>
 #include <charconv>
 
 #include "collectors/prober/ondemand/probe_module.h"
@@ -16,6 +17,12 @@ int parse_address(const std::string& text, std::array<std::uint8_t, 16>& out) {
   if (inet_pton(AF_INET, text.c_str(), out.data()) == 1) return AF_INET;
   if (inet_pton(AF_INET6, text.c_str(), out.data()) == 1) return AF_INET6;
   return 0;
+}
+
+// Host names compare without case (RFC 4343).
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
 }
 }  // namespace
 
@@ -48,6 +55,23 @@ bool target_allowed(const ProbeAccess& access, const PeerEndpoints& known, const
   for (const auto& c : access.target_cidrs)
     if (cidr_contains(c, address)) return true;
   return false;
+}
+
+std::map<std::string, std::string> peer_target_names(const std::vector<std::pair<std::string, std::string>>& name_address) {
+  std::map<std::string, std::string> out;
+  std::array<std::uint8_t, 16> scratch{};
+  for (const auto& [name, address] : name_address) {
+    if (!parse_address(address, scratch)) out.emplace(lower(address), address);
+    if (!name.empty() && name != address) out.emplace(lower(name), address);
+  }
+  return out;
+}
+
+std::optional<std::string> target_host(const ProbeAccess& access, const std::string& host) {
+  std::array<std::uint8_t, 16> scratch{};
+  if (parse_address(host, scratch)) return host;
+  if (auto it = access.target_names.find(lower(host)); it != access.target_names.end()) return it->second;
+  return std::nullopt;
 }
 
 std::string visible_reason(const std::string& reason, bool target_failure, bool authenticated) {

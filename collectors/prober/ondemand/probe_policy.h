@@ -36,7 +36,19 @@ struct ProbeAccess {
   // Targets beyond the known peers: addresses in these networks, at one of target_ports.
   std::vector<Cidr> target_cidrs;
   std::set<std::uint16_t> target_ports;  // the fleet's responder ports (listen and dns port)
+  // Names a target may be given by, lower case -> what to resolve: each static peer's `name`
+  // (-> its configured address) and each static peer configured by host name (-> itself).
+  std::map<std::string, std::string> target_names;
 };
+
+// The names of `statics` (the configured peers, before resolution) as target_names.
+std::map<std::string, std::string> peer_target_names(const std::vector<std::pair<std::string, std::string>>& name_address);
+
+// What /probe goes on with for the target's host, before anything is resolved: a numeric address
+// as given; a name only when target_names has it (its value: a numeric address, or a configured
+// host name to resolve); nullopt otherwise, refused without a lookup, so that a caller cannot
+// use the node's resolver (or learn what it resolves) through /probe.
+std::optional<std::string> target_host(const ProbeAccess& access, const std::string& host);
 
 // Is `address`:`port` a target /probe may connect to? A known peer at its own responder port, or
 // an address in target_cidrs at one of target_ports. Never anything else, whoever asks.

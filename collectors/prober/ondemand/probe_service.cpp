@@ -34,7 +34,9 @@ struct PortLease {
   }
 };
 
+// `host` is numeric or a name the config gave (target_host): only the latter is resolved.
 std::string numeric_target(const std::string& host, std::string& error) {
+  if (parse_cidr(host) && host.find('/') == std::string::npos) return host;
   auto addresses = resolve_all(host, error);
   if (addresses.empty()) return "";
   for (const auto& a : addresses)
@@ -95,8 +97,17 @@ exporter::HttpResponse ProbeService::handle(std::string_view query, const export
     counts.add("", "bad_request");
     return exporter::bad_request("target `" + q->target + "` is not host, host:port or [v6 address]:port");
   }
+  // A name is looked up only when the prober's config names it: refused here otherwise, before
+  // any resolver sees it (an anonymous caller must not learn what this node resolves).
+  const auto host = target_host(access_, hp->host);
+  if (!host) {
+    counts.add(module_label, "target_not_allowed");
+    spdlog::debug("probe {}: refused target name `{}` (not a static peer's name or address)", module->name, hp->host);
+    return refused("target name is not a peer's name or address in the prober's config (collectors.prober.peers); "
+                   "give its address");
+  }
   ProbeTarget t;
-  if (!(t.address = numeric_target(hp->host, error)).empty()) {
+  if (!(t.address = numeric_target(*host, error)).empty()) {
     t.tcp_port = hp->port, t.device = q->device, t.port = q->port;
     bool known = false;
     {
@@ -127,8 +138,9 @@ exporter::HttpResponse ProbeService::handle(std::string_view query, const export
                                                            : "failure");
     r.reason = visible_reason(r.reason, r.target_failure, authenticated);
   } else {
-    r.reason = "unresolvable_target";
-    spdlog::warn("probe {}: cannot resolve target `{}`{}", module->name, q->target, error.empty() ? "" : ": " + error);
+    r.reason = "unresolvable_target";  // a configured peer's name (target_host): worth a warning, to those who may ask
+    spdlog::log(authenticated ? spdlog::level::warn : spdlog::level::debug, "probe {}: cannot resolve target `{}`{}", module->name,
+                q->target, error.empty() ? "" : ": " + error);
     counts.add(module->name, "failure");
   }
   r.duration_seconds = std::chrono::duration<double>(Clock::now() - t0).count();

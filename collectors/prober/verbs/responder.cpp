@@ -14,6 +14,7 @@
 
 #include "exporter/thread.h"
 #include "collectors/prober/verbs/transport_options.h"
+#include "collectors/prober/wire/pending_admission.h"
 
 namespace rdma::collectors::prober {
 
@@ -78,6 +79,7 @@ struct Responder::ServedQp {
 struct Responder::Pending {
   enum class Phase : std::uint8_t { kChallenge, kRead, kReply };
   std::unique_ptr<ServedQp> s = std::make_unique<ServedQp>();
+  PendingAdmission::Id id = 0;  // in Loop::admission
   Deadline deadline{};
   Nonce nonce{};
   Phase phase = Phase::kChallenge;
@@ -88,9 +90,11 @@ struct Responder::Pending {
 
 // The thread's state: served QPs, pending handshakes and the per-source counts that bound them.
 struct Responder::Loop {
+  explicit Loop(PendingAdmission::Limits l) : admission(l) {}
   std::vector<std::unique_ptr<ServedQp>> served;
   std::vector<std::unique_ptr<Pending>> pending;
-  std::map<std::string, std::size_t> pending_by_source, served_by_source;
+  PendingAdmission admission;  // which pending connection a newcomer replaces
+  std::map<std::string, std::size_t> served_by_source;
   std::size_t session_bytes = 0;  // buffers of the sessions served now
 };
 
@@ -132,6 +136,15 @@ std::uint16_t Responder::port() const {
 std::map<std::string, std::uint64_t> Responder::refused() const {
   std::lock_guard lock(mu_);
   return refused_;
+}
+
+std::map<std::string, std::uint64_t> Responder::evicted() const {
+  std::lock_guard lock(mu_);
+  return evicted_;
+}
+
+std::chrono::milliseconds Responder::pending_timeout() const {
+  return std::min(opts_.responder_pending_timeout, opts_.handshake_timeout);
 }
 
 void Responder::count(std::map<std::string, std::uint64_t>& m, const std::string& key) {
@@ -200,7 +213,8 @@ std::string Responder::answer(ServedQp& s, const std::vector<std::uint8_t>& fram
 }
 
 // Accepts what the backlog holds (at most a bounded batch per wake-up, so that pending
-// handshakes advance meanwhile); a connection beyond the pending bounds is closed at once.
+// handshakes advance meanwhile). Every connection is taken in: beyond the pending bounds the one
+// PendingAdmission names (the busiest prefix's or address's oldest) is closed instead.
 void Responder::accept_all(Loop& loop) {
   for (int batch = 0; batch < 64; ++batch) {
     sockaddr_storage from{};
@@ -210,22 +224,19 @@ void Responder::accept_all(Loop& loop) {
       if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) count(refused_, "accept");
       return;
     }
-    const auto gid = address_gid(from);
-    std::string source = gid ? gid_address(*gid) : std::string("unknown");
-    if (loop.pending.size() >= opts_.responder_max_pending) {
-      count(refused_, "pending_total");
-      continue;
+    const Gid gid = address_gid(from).value_or(Gid{});  // TCP peers are IPv4 or IPv6: never the zero GID
+    const auto admitted = loop.admission.admit(gid);
+    if (admitted.evict) {
+      // Closed without a log line (a flood would fill the log): counted by reason instead.
+      auto it = std::find_if(loop.pending.begin(), loop.pending.end(), [&](const auto& p) { return p->id == *admitted.evict; });
+      if (it != loop.pending.end()) loop.pending.erase(it);
+      count(evicted_, std::string(admitted.reason));
     }
-    auto& by_source = loop.pending_by_source[source];
-    if (by_source >= opts_.responder_max_pending_per_source) {
-      count(refused_, "pending_per_source");
-      continue;
-    }
-    ++by_source;
     auto p = std::make_unique<Pending>();
+    p->id = admitted.id;
     p->s->fd = std::move(fd);
-    p->s->source = std::move(source);
-    p->deadline = std::chrono::steady_clock::now() + opts_.handshake_timeout;
+    p->s->source = gid_address(gid);
+    p->deadline = std::chrono::steady_clock::now() + pending_timeout();
     p->nonce = random_nonce();
     p->out = encode_frame(Challenge{p->nonce}, opts_.secret, {});
     loop.pending.push_back(std::move(p));
@@ -235,8 +246,7 @@ void Responder::accept_all(Loop& loop) {
 
 void Responder::finish(Loop& loop, Pending& p, std::string result) {
   count(handshakes_, result);
-  if (auto it = loop.pending_by_source.find(p.s->source); it != loop.pending_by_source.end() && --it->second == 0)
-    loop.pending_by_source.erase(it);
+  loop.admission.remove(p.id);
   if (result != "ok" && result != "ok_session") {
     if (result != "port_table") spdlog::debug("prober: responder handshake from {} failed: {}", p.s->source, result);
     return;  // the connection closes with p
@@ -337,7 +347,7 @@ void Responder::run(Loop& loop) {
 }
 
 void Responder::main() {
-  Loop loop;
+  Loop loop({opts_.responder_max_pending, opts_.responder_max_pending_per_source});
   bool stopped = false;
   try {
     run(loop);

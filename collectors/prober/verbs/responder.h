@@ -6,16 +6,19 @@
 //
 // Whoever reaches the port is a stranger (no secret: anyone), so the thread is an event loop over
 // non-blocking sockets: every connection not yet handshaken (pending) advances as its bytes come
-// and has its own deadline (handshake_timeout from its accept), so an idle, slow or malicious
-// connection never delays another's handshake. Pending connections are bounded per source
-// address and in total (the excess is closed at accept, counted by reason in refused()), served
-// QPs per source address too (then: busy), so one client cannot fill the responder. A served
-// connection has TCP keepalive and TCP_USER_TIMEOUT (served_keepalive): a peer that vanishes
-// without a FIN has its QP freed within that bound. A thread that stops for any other reason than
-// stop() clears up() and logs an error.
+// and has its own deadline (responder_pending_timeout from its accept, never more than the
+// handshake timeout), so an idle, slow or malicious connection never delays another's handshake.
+// Pending connections are bounded per source address and in total, and a newcomer is never
+// refused: beyond a bound the responder closes the oldest pending connection of the busiest
+// source prefix or address instead (pending_admission.h; counted by reason in evicted()), so that
+// no set of addresses can keep a real peer out. Served QPs are bounded per source address too
+// (then: busy). A served connection has TCP keepalive and TCP_USER_TIMEOUT (served_keepalive): a
+// peer that vanishes without a FIN has its QP freed within that bound. A thread that stops for
+// any other reason than stop() clears up() and logs an error.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -41,8 +44,11 @@ class Responder {
   void stop();
 
   std::map<std::string, std::uint64_t> handshakes() const;  // by result: ok, ok_session, bad_mac, busy, ...
-  // Connections closed at accept, by reason: pending_total, pending_per_source, accept (errors).
+  // Connections that could not be accepted, by reason: accept (errors).
   std::map<std::string, std::uint64_t> refused() const;
+  // Pending connections closed for a newcomer, by the bound it met: pending_per_source (its
+  // address's oldest), pending_total (the busiest prefix's oldest).
+  std::map<std::string, std::uint64_t> evicted() const;
   std::uint64_t qps() const { return qps_.load(); }
   std::uint64_t pending() const { return pending_count_.load(); }
   // Served connections closed by the kernel's liveness checks (keepalive, user timeout): their
@@ -70,14 +76,15 @@ class Responder {
   std::string answer(ServedQp& s, const std::vector<std::uint8_t>& frame, const Nonce& nonce, const std::string& source,
                      const Loop& loop, std::vector<std::uint8_t>& reply);
   void count(std::map<std::string, std::uint64_t>& m, const std::string& key);
+  std::chrono::milliseconds pending_timeout() const;
 
   const TransportOptions& opts_;
   const std::uint64_t instance_;
   const std::vector<std::unique_ptr<ProbeDevice>>& devices_;
   Fd listen_, stop_;
   std::thread thread_;
-  mutable std::mutex mu_;  // handshakes_, refused_
-  std::map<std::string, std::uint64_t> handshakes_, refused_;
+  mutable std::mutex mu_;  // handshakes_, refused_, evicted_
+  std::map<std::string, std::uint64_t> handshakes_, refused_, evicted_;
   std::atomic<std::uint64_t> qps_{0}, pending_count_{0}, dead_peers_{0};
   std::atomic<bool> up_{false};
   std::atomic<double> cpu_{0};

@@ -21,10 +21,13 @@ struct TransportOptions {
   HostPort listen;
   std::size_t responder_max_qps = 1024;
   // The responder's bounds against strangers (responder.h): connections not yet handshaken, in
-  // total and per source address (the excess is closed at accept), and served QPs per source
-  // address (then: busy).
+  // total and per source address (beyond: the oldest of the busiest prefix or of the address is
+  // closed for the newcomer, pending_admission.h), how long one may stay pending (at most
+  // handshake_timeout; a real peer answers the challenge within a round trip and a QP creation),
+  // and served QPs per source address (then: busy).
   std::size_t responder_max_pending = 128;
   std::size_t responder_max_pending_per_source = 8;
+  std::chrono::milliseconds responder_pending_timeout{1000};
   std::size_t responder_max_qps_per_source = 256;
   // Served (and the prober's own) handshake connections: a peer gone without a FIN is detected by
   // TCP keepalive/TCP_USER_TIMEOUT within about this long, and its QPs freed. 0: kernel defaults.

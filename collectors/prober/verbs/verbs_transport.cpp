@@ -621,6 +621,7 @@ TransportCounters VerbsTransport::counters() const {
   }
   c.responder_handshakes = responder_->handshakes();
   c.responder_refused = responder_->refused();
+  c.responder_evicted = responder_->evicted();
   c.responder_pending = responder_->pending();
   c.responder_dead_peers = responder_->dead_peers();
   c.responder_up = responder_->up();

@@ -35,7 +35,8 @@ namespace rdma::collectors::prober {
 
 struct TransportCounters {
   std::map<std::string, std::uint64_t> responder_handshakes;  // by result: ok, ok_session, bad_mac, busy, ...
-  std::map<std::string, std::uint64_t> responder_refused;     // connections closed at accept, by reason
+  std::map<std::string, std::uint64_t> responder_refused;     // connections not accepted, by reason
+  std::map<std::string, std::uint64_t> responder_evicted;     // pending connections closed for newcomers, by reason
   std::uint64_t responder_pending = 0, responder_dead_peers = 0;
   bool responder_up = false;
   std::uint64_t connects_queued = 0, connects_running = 0;

@@ -109,6 +109,13 @@ Fd tcp_connect(const std::string& address, std::uint16_t port, Deadline deadline
 }
 
 namespace {
+// The accept queue of the responder's socket (the kernel caps it at net.core.somaxconn, 4096 by
+// default): connections of a flood wait there, not as dropped SYNs that a real peer's SYN would
+// share the fate of (its retry: 1 s, then 3 s). The responder takes every one of them in and
+// closes the busiest prefix's oldest (pending_admission.h), so a real peer's connection waits
+// behind at most this many others, accepted in batches within milliseconds.
+constexpr int kListenBacklog = 4096;
+
 // Fills `ss` for `host` (numeric; empty: the family's any address). False for a bad address.
 bool listen_address(const std::string& host, int family, std::uint16_t port, sockaddr_storage& ss, socklen_t& len) {
   ss = {};
@@ -151,7 +158,7 @@ Fd listen_socket(const HostPort& at, int (*make_socket)(int, int, int)) {
   int one = 1, zero = 0;
   setsockopt(s.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (family == AF_INET6 && host.empty()) setsockopt(s.fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-  if (bind(s.fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 || listen(s.fd, 64) != 0) throw fail(errno);
+  if (bind(s.fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 || listen(s.fd, kListenBacklog) != 0) throw fail(errno);
   return s;
 }
 

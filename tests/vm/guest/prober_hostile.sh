@@ -31,11 +31,12 @@ collectors:
   prober:
     listen_address: "10.77.0.2:9662"
 YAML
-# B's handshake deadline is 60 s (connect_timeout; it probes nobody): the idle connections stay
-# pending for the whole of phase 1, however slowly A starts under emulation.
+# B's pending deadline is 60 s (responder_pending_timeout, within connect_timeout; it probes
+# nobody): the idle connections stay pending for the whole of phase 1, however slowly A starts
+# under emulation.
 "$EXPORTER" --web.listen-address=127.0.0.1:$PORT_B --config.file="$WORK/b.yml" --collector.prober.device="$DEV_B" \
   --path.sysfs=/sys --log.level=debug --collector.prober --collector.prober.connect-timeout=60s \
-  --collector.prober.responder-max-pending-per-source=100 --collector.prober.keepalive-timeout=8s >>"$WORK/exporter_b.log" 2>&1 &
+  --collector.prober.responder-pending-timeout=60s --collector.prober.responder-max-pending-per-source=100 --collector.prober.keepalive-timeout=8s >>"$WORK/exporter_b.log" 2>&1 &
 PID_B=$!
 wait_for $PORT_B 1 rdma_prober_responder_up || fatal "B's responder is not up"
 
