@@ -108,11 +108,7 @@ TEST_CASE("mlx5 32-bit Q counters are extended across a simulated wrap, 64-bit o
   HwCountersCollector col(sysfs_only());
   const auto h = model_of(t, {{"mlx5_0", "mlx5"}});
   const Labels p{{"device", "mlx5_0"}, {"port", "1"}};
-  auto c = [&](const std::string& n) {
-    Labels l = p;
-    l.emplace_back("counter", n);
-    return l;
-  };
+  auto c = [&](const std::string& n) { return with(p, "counter", n); };
   auto s1 = collect(col, h);
   CHECK(u64(s1.sink, "rdma_hw_counters_total", c("rx_write_requests")) == 4294967000u);
   CHECK_FALSE(exact(s1.sink, "rdma_hw_counters_wraps_total", c("rx_write_requests")));  // not wrapped yet
@@ -276,8 +272,8 @@ TEST_CASE("ionic: 2^64-1 is the driver's undecodable value: no sample, counted, 
   t2.port_counter("rxe0", 1, "retry_exceeded_err", kU64Max);
   auto s2 = collect(col, model_of(t2, {{"rxe0", "rxe"}}));
   CHECK(s2.errors.empty());
-  Labels k{{"device", "rxe0"}, {"port", "1"}, {"kind", "transport"}};
-  CHECK(u64(s2.sink, "rdma_qp_retries_exceeded_total", k) == kU64Max);
+  CHECK(u64(s2.sink, "rdma_qp_retries_exceeded_total", with({{"device", "rxe0"}, {"port", "1"}}, "kind", "transport")) ==
+        kU64Max);
 }
 
 TEST_CASE("ionic: narrow firmware counters are extended with the width their values show") {
@@ -290,13 +286,8 @@ TEST_CASE("ionic: narrow firmware counters are extended with the width their val
   HwCountersCollector col(sysfs_only());
   const auto h = model_of(t, {{"ionic_0", "ionic"}});
   const Labels p{{"device", "ionic_0"}, {"port", "1"}};
-  auto c = [&](const std::string& n) {
-    Labels l = p;
-    l.emplace_back("counter", n);
-    return l;
-  };
-  Labels transport = p;
-  transport.emplace_back("kind", "transport");
+  auto c = [&](const std::string& n) { return with(p, "counter", n); };
+  const Labels transport = with(p, "kind", "transport");
   collect(col, h);
 
   t.port_counter("ionic_0", 1, "req_tx_retry_excd_err", 4);    // 250 -> 256 + 4

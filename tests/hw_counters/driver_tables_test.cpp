@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <set>
+#include <span>
 
 #include "collectors/hw_counters/driver_tables.h"
 #include "tests/hw_counters/helpers.h"
@@ -12,9 +13,8 @@ using namespace hwtest;
 
 // The labels of a kind's series on port 1 of `dev`.
 static Labels kind_labels(const KindDef& k, const std::string& dev) {
-  Labels l{{"device", dev}, {"port", "1"}};
-  if (!k.kind_label.empty()) l.emplace_back("kind", std::string(k.kind_label));
-  return l;
+  const Labels l{{"device", dev}, {"port", "1"}};
+  return k.kind_label.empty() ? l : with(l, "kind", std::string(k.kind_label));
 }
 
 TEST_CASE("the normalised metrics are in enum order, unique, rdma_ counters") {
@@ -189,27 +189,22 @@ constexpr Expect kExpectedIonic[] = {
 };
 
 static Labels expect_labels(const Expect& e) {
-  Labels l{{"device", "d0"}, {"port", "1"}};
-  if (e.kind) l.emplace_back("kind", e.kind);
-  return l;
+  const Labels l{{"device", "d0"}, {"port", "1"}};
+  return e.kind ? with(l, "kind", e.kind) : l;
 }
 
 TEST_CASE("independent expectations: vendor counter -> normalised metric") {
-  for (const auto& e : kExpected) {
-    INFO(e.driver << " " << e.counter);
-    TempTree tree;
-    tree.port_counter("d0", 1, e.counter, 18446744073709551615ull);
-    HwCountersCollector col(sysfs_only());
-    auto s = collect(col, model_of(tree, {{"d0", e.driver}}));
-    CHECK(u64(s.sink, e.metric, expect_labels(e)) == 18446744073709551615ull);
-  }
-  for (const auto& e : kExpectedIonic) {
-    INFO(e.driver << " " << e.counter);
-    TempTree tree;
-    tree.port_counter("d0", 1, e.counter, 18446744073709551614ull);
-    HwCountersCollector col(sysfs_only());
-    auto s = collect(col, model_of(tree, {{"d0", e.driver}}));
-    CHECK(u64(s.sink, e.metric, expect_labels(e)) == 18446744073709551614ull);
+  const std::pair<std::span<const Expect>, std::uint64_t> tables[] = {{kExpected, 18446744073709551615ull},
+                                                                        {kExpectedIonic, 18446744073709551614ull}};
+  for (const auto& [expected, v] : tables) {
+    for (const auto& e : expected) {
+      INFO(e.driver << " " << e.counter);
+      TempTree tree;
+      tree.port_counter("d0", 1, e.counter, v);
+      HwCountersCollector col(sysfs_only());
+      auto s = collect(col, model_of(tree, {{"d0", e.driver}}));
+      CHECK(u64(s.sink, e.metric, expect_labels(e)) == v);
+    }
   }
   // mana's device-level congestion counters on its single port
   TempTree tree;
