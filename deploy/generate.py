@@ -55,6 +55,7 @@ CONFIG = {
     "ecn_marked_per_second": 1000,                 # RdmaRoceEcnMarkRateHigh
     "out_of_sequence_per_second": 100,             # RdmaRoceOutOfSequenceHigh
     "retransmissions_per_second": 10,              # RdmaRoceRetransmissionsHigh
+    "qp_retries_exceeded_per_10m": 0,              # RdmaQpRetriesExceeded (any QP failed by its retry limit)
     "fabric_transmit_wait_ticks_per_second": 1e6,  # RdmaFabricTransmitWaitHigh
     "probe_loss_ratio": 0.01,                      # RdmaProbeLoss
     "probe_rtt_p99_seconds": 0.0001,               # RdmaProbeRttHigh
@@ -816,6 +817,17 @@ def alerts():
               [("rdma_retransmissions_total{%s}" % P, "0+1200x40")],
               [("rdma_retransmissions_total{%s}" % P, "0+6x40")],
               {"instance": "node1", "device": "mlx5_0", "port": "1"}, eval_at="30m"),
+        # A QP whose retry count ran out is in the error state: the job using it fails (NCCL:
+        # "transport retry counter exceeded"). Any increase pages, per port and kind.
+        alert("RdmaQpRetriesExceeded",
+              "increase(rdma_qp_retries_exceeded_total{%(selector)s}[10m]) > %(qp_retries_exceeded_per_10m)s" % C, "0m", "warning",
+              "Queue pairs failed on {{ $labels.device }}/{{ $labels.port }}: {{ $labels.kind }} retries exceeded",
+              "{{ $value | humanize }} queue pairs on {{ $labels.instance }} {{ $labels.device }} port {{ $labels.port }} "
+              "ran out of {{ $labels.kind }} retries in 10 minutes and went to the error state: the jobs using them "
+              "failed or reconnected.",
+              [('rdma_qp_retries_exceeded_total{%s, kind="transport"}' % P, "0x10 0+1x30")],
+              [('rdma_qp_retries_exceeded_total{%s, kind="transport"}' % P, "3x40")],
+              {"instance": "node1", "device": "mlx5_0", "port": "1", "kind": "transport"}, eval_at="30m"),
     ]),
     ("rdma-pma-fabric", [
         alert("RdmaFabricTransmitWaitHigh",
@@ -1073,7 +1085,8 @@ FIRING_VALUE = {
     "RdmaExporterCollectorErrors": "33.33m", "RdmaPortDown": "1", "RdmaPortFlapping": "4",
     "RdmaPortSymbolErrorsRising": "50", "RdmaPortLinkErrorsRising": "30", "RdmaPortTransmitWaitHigh": "60",
     "RdmaRocePfcPausedHigh": "50%", "RdmaRoceCnpRateHigh": "2k", "RdmaRoceEcnMarkRateHigh": "2k",
-    "RdmaRoceOutOfSequenceHigh": "200", "RdmaRoceRetransmissionsHigh": "20", "RdmaFabricTransmitWaitHigh": "2M",
+    "RdmaRoceOutOfSequenceHigh": "200", "RdmaRoceRetransmissionsHigh": "20", "RdmaQpRetriesExceeded": "10",
+    "RdmaFabricTransmitWaitHigh": "2M",
     "RdmaProbeLoss": "8.333%", "RdmaProbeRttHigh": "988.1us",
     "RdmaPcieLinkDegraded": "1", "RdmaPcieUncorrectableErrors": "9", "RdmaNodeShapeNonConformant": "0",
 }

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Writes the bundled demo fabric (a realistic fake /sys: mlx5 InfiniBand and RoCE ports, a bond,
-# bnxt_re, rxe, a DOWN port) and keeps its counters moving, like a busy node.
+# bnxt_re before and after its 2025 counter rename, AMD Pensando ionic, Huawei hns, Microsoft mana,
+# rxe, a DOWN port; ionic and the new bnxt_re each under a PCIe switch with a GPU, with link and AER
+# files) and keeps its counters moving, like a busy node.
 #   scripts/demo-fabric.sh DIR            write DIR and tick every second until killed
 #   scripts/demo-fabric.sh DIR --no-tick  only write it
 set -euo pipefail

@@ -7,6 +7,12 @@ namespace {
 
 using K = Kind;
 
+// One help text for the family both retries-exceeded kinds share.
+constexpr std::string_view kRetriesHelp =
+    "Requests that ended a queue pair in error because the retry limit was exceeded: kind=\"transport\" (ACK "
+    "timeouts or NAKs; IBV_WC_RETRY_EXC_ERR, NCCL's \"transport retry counter exceeded\"), kind=\"rnr\" (receiver "
+    "not ready; IBV_WC_RNR_RETRY_EXC_ERR) (vendor-normalised).";
+
 constexpr std::array<KindDef, static_cast<std::size_t>(Kind::kCount)> kKinds{{
     {K::kCnpSent, "rdma_roce_cnp_sent_total", "RoCE congestion notification packets (CNPs) sent by this port as notification point (vendor-normalised)."},
     {K::kCnpHandled, "rdma_roce_cnp_handled_total", "CNPs received and handled by this port as reaction point: it lowered its rate (vendor-normalised)."},
@@ -26,6 +32,8 @@ constexpr std::array<KindDef, static_cast<std::size_t>(Kind::kCount)> kKinds{{
     {K::kReceivePackets, "rdma_transport_receive_packets_total", "RDMA transport packets received, from the driver's hw_counters (vendor-normalised)."},
     {K::kTransmitBytes, "rdma_transport_transmit_bytes_total", "RDMA transport bytes sent, from the driver's hw_counters (vendor-normalised)."},
     {K::kReceiveBytes, "rdma_transport_receive_bytes_total", "RDMA transport bytes received, from the driver's hw_counters (vendor-normalised)."},
+    {K::kQpRetriesExceededTransport, "rdma_qp_retries_exceeded_total", kRetriesHelp, "transport"},
+    {K::kQpRetriesExceededRnr, "rdma_qp_retries_exceeded_total", kRetriesHelp, "rnr"},
 }};
 
 constexpr MappingRow P(Kind k, std::string_view a, std::string_view note = {}) {
@@ -59,6 +67,10 @@ constexpr MappingRow kMlx5[] = {
     P(K::kDuplicateRequests, "duplicate_request", "32-bit Q counter (wrap-extended)"),
     P(K::kIcrcErrors, "rx_icrc_encapsulated"),
     P(K::kOutOfBuffer, "out_of_buffer", "32-bit Q counter (wrap-extended)"),
+    P(K::kQpRetriesExceededTransport, "req_transport_retries_exceeded",
+      "32-bit Q counter (wrap-extended); firmware with enhanced_error_q_counters"),
+    P(K::kQpRetriesExceededRnr, "req_rnr_retries_exceeded",
+      "32-bit Q counter (wrap-extended); firmware with enhanced_error_q_counters"),
     P(K::kTransmitPackets, "rdma_tx_packets", kNetlinkOnly),
     P(K::kReceivePackets, "rdma_rx_packets", kNetlinkOnly),
     P(K::kTransmitBytes, "rdma_tx_bytes", kNetlinkOnly),
@@ -95,6 +107,7 @@ constexpr MappingRow kBnxtRe[] = {
     P(K::kReceivePackets, "rx_pkts"),
     P(K::kTransmitBytes, "tx_bytes"),
     P(K::kReceiveBytes, "rx_bytes"),
+    P(K::kQpRetriesExceededTransport, "max_retry_exceeded", "same name before and after the 2025 rename; no RNR counterpart"),
 };
 
 // irdma (hw/irdma/verbs.c): gen1/gen2 names, then the GEN3 names (with spaces).
@@ -133,6 +146,8 @@ constexpr MappingRow kRxe[] = {
     P(K::kReceivePackets, "rcvd_pkts"),
     P(K::kTransmitBytes, "sent_bytes", "newer kernels"),
     P(K::kReceiveBytes, "rcvd_bytes", "newer kernels"),
+    P(K::kQpRetriesExceededTransport, "retry_exceeded_err"),
+    P(K::kQpRetriesExceededRnr, "retry_rnr_exceeded_err"),
 };
 
 // efa (hw/efa/efa_verbs.c): SRD, no CNP/ECN counters.
@@ -162,9 +177,13 @@ constexpr MappingRow kMana[] = {
     P(K::kReceivePackets, "rx_packets"),
     P(K::kTransmitBytes, "tx_bytes"),
     P(K::kReceiveBytes, "rx_bytes"),
+    P(K::kQpRetriesExceededTransport, "requester_retries_exceeded"),
+    P(K::kQpRetriesExceededRnr, "requester_rnr_nak_retries_exceeded"),
 };
 
-// erdma (hw/erdma): drops by cause, summed.
+// erdma (hw/erdma/erdma_verbs.c, erdma_descs[]): drops by cause, summed. Alibaba's out-of-tree
+// driver (erdma_stats.c, erdma_stats_names[]) names the same hardware counters with a "hw_"
+// prefix and its transmit drops without "tx_" (the names of the v1 upstream patch).
 constexpr MappingRow kErdma[] = {
     P3(K::kReceiveDiscards, "rx_disable_drop_cnt", "rx_bps_limit_drop_cnt", "rx_pps_limit_drop_cnt", "sum"),
     P(K::kReceiveDiscards, "rx_disable_drop_cnt", "older kernels"),
@@ -174,9 +193,20 @@ constexpr MappingRow kErdma[] = {
     P(K::kReceivePackets, "rx_packets_cnt"),
     P(K::kTransmitBytes, "tx_bytes_cnt"),
     P(K::kReceiveBytes, "rx_bytes_cnt"),
+    P3(K::kReceiveDiscards, "hw_rx_disable_drop_cnt", "hw_rx_bps_limit_drop_cnt", "hw_rx_pps_limit_drop_cnt",
+       "out-of-tree driver, sum"),
+    P3(K::kTransmitDiscards, "hw_disable_drop_cnt", "hw_bps_limit_drop_cnt", "hw_pps_limit_drop_cnt",
+       "out-of-tree driver, sum"),
+    P(K::kTransmitPackets, "hw_tx_packets_cnt", "out-of-tree driver"),
+    P(K::kReceivePackets, "hw_rx_packets_cnt", "out-of-tree driver"),
+    P(K::kTransmitBytes, "hw_tx_bytes_cnt", "out-of-tree driver"),
+    P(K::kReceiveBytes, "hw_rx_bytes_cnt", "out-of-tree driver"),
 };
 
-// hns (hw/hns): HW counters on HIP09+ PFs; names after the DFX patch (partly unverified).
+// hns (hw/hns/hns_roce_main.c, hns_roce_port_stats_descs[]; enum hns_roce_hw_pkt_stat_index in
+// hns_roce_device.h): HW counters on HIP09+ PFs only (HIP08 and VFs show the software "dfx"
+// counters). rx_err_pkt/tx_err_pkt (packets with errors) and trp_*_err_pkt fit no normalised
+// family and stay raw series.
 constexpr MappingRow kHns[] = {
     P(K::kCnpSent, "tx_cnp_pkt"),
     P(K::kCnpHandled, "rx_cnp_pkt"),
@@ -184,9 +214,29 @@ constexpr MappingRow kHns[] = {
     P(K::kReceivePackets, "rx_pkt"),
 };
 
+// ionic (AMD Pensando, hw/ionic/ionic_hw_stats.c): the kernel has no names; the firmware sends
+// them (IONIC_V1_ADMIN_STATS_HDRS) with a type per counter (8/16/32/64-bit, LE or BE). Names as
+// the firmware defines them (Pensando's rdma_stats_hdrs[] in nic/hal/plugins/cfg/rdma/init.cc),
+// misspelling included. Every Pollara counter without a row here is still exported raw.
+constexpr MappingRow kIonic[] = {
+    P(K::kCnpSent, "tx_rdma_cnp_pkts"),
+    P(K::kCnpHandled, "rx_rdma_cnp_pkts", "CNPs received"),
+    P(K::kEcnMarkedPackets, "rx_rdma_ecn_pkts"),
+    P(K::kOutOfSequence, "resp_rx_outouf_seq", "the firmware's spelling"),
+    P(K::kPacketSeqErrNaks, "req_rx_pkt_seq_err"),
+    P(K::kDuplicateRequests, "resp_rx_dup_request"),
+    P(K::kOutOfBuffer, "resp_rx_outof_buf"),
+    P2(K::kTransmitPackets, "tx_rdma_ucast_pkts", "tx_rdma_mcast_pkts", "sum"),
+    P2(K::kReceivePackets, "rx_rdma_ucast_pkts", "rx_rdma_mcast_pkts", "sum"),
+    P2(K::kTransmitBytes, "tx_rdma_ucast_bytes", "tx_rdma_mcast_bytes", "sum"),
+    P2(K::kReceiveBytes, "rx_rdma_ucast_bytes", "rx_rdma_mcast_bytes", "sum"),
+    P(K::kQpRetriesExceededTransport, "req_tx_retry_excd_err", "no RNR counterpart among the firmware's names"),
+};
+
 constexpr DriverTable kTables[] = {
-    {"mlx5", kMlx5}, {"bnxt_re", kBnxtRe}, {"irdma", kIrdma}, {"rxe", kRxe},
-    {"efa", kEfa},   {"mana", kMana},      {"erdma", kErdma}, {"hns", kHns},
+    {"mlx5", kMlx5},   {"bnxt_re", kBnxtRe}, {"irdma", kIrdma},
+    {"rxe", kRxe},     {"efa", kEfa},        {"mana", kMana},
+    {"erdma", kErdma}, {"hns", kHns},        {"ionic", kIonic, /*all_ones_invalid=*/true, /*runtime_widths=*/true},
 };
 
 // Gauges among the hw_counters: exact names, or prefixes ending in '_'.
@@ -219,10 +269,15 @@ const KindDef& kind_def(Kind k) { return kKinds[static_cast<std::size_t>(k)]; }
 
 std::span<const DriverTable> driver_tables() { return kTables; }
 
-std::span<const MappingRow> mapping_for(std::string_view driver) {
+const DriverTable* table_for(std::string_view driver) {
   for (const auto& t : kTables)
-    if (t.driver == driver) return t.rows;
-  return {};
+    if (t.driver == driver) return &t;
+  return nullptr;
+}
+
+std::span<const MappingRow> mapping_for(std::string_view driver) {
+  const DriverTable* t = table_for(driver);
+  return t ? t->rows : std::span<const MappingRow>{};
 }
 
 bool is_gauge(std::string_view driver, std::string_view counter) {

@@ -148,12 +148,21 @@ void HwCountersCollector::collect(const exporter::ScrapeContext& ctx, MetricSink
     Labels base{{"device", dev.name}};
     if (port) base.emplace_back("port", *port);
     live.insert(WrapExtender::live_key(dev.name, port ? *port : std::string()));
+    const DriverTable* table = table_for(dev.driver);
     for (const auto& c : readings) {
       if (!c.value) {
         ctx.errors.report_read(c.value.error, dir + "/" + c.name);
         continue;
       }
       const std::uint64_t raw = c.value.value;
+      if (raw == UINT64_MAX && table && table->all_ones_invalid) {
+        // The driver's "could not decode this value", not a count: no sample (the normalised
+        // metrics built on it are skipped too), one error per scrape, logged once per counter.
+        ctx.errors.report("invalid_value", dir + "/" + c.name,
+                          dir + "/" + c.name + " reads 2^64-1, which " + dev.driver +
+                              " writes for a value it could not decode; not exported");
+        continue;
+      }
       if (c.name == kLifespan) {
         out.gauge(lv.lifespan, lv.lifespan_help, base, static_cast<double>(raw) / 1000.0);
         continue;
@@ -165,10 +174,11 @@ void HwCountersCollector::collect(const exporter::ScrapeContext& ctx, MetricSink
         continue;
       }
       const std::uint8_t width = counter_width(dev.driver, c.name);
+      const bool inferred = table && table->runtime_widths;
       std::uint64_t v = raw;
-      if (settings_.wrap_extension && width < 64) {
+      if (settings_.wrap_extension && (width < 64 || inferred)) {
         const WrapExtender::Key key{dev.name, port ? *port : std::string(), c.name};
-        v = wrap_.extend(key, width, raw);
+        v = inferred ? wrap_.extend_inferred(key, raw) : wrap_.extend(key, width, raw);
         // Only counters that wrapped: a zero for each of the ~60 Q counters of every port would be
         // a fifth of a node's samples and say nothing (the exposition budget in docs/metrics.md).
         if (const std::uint64_t wraps = wrap_.wraps(key)) out.counter(lv.wraps, lv.wraps_help, l, wraps);
@@ -228,7 +238,9 @@ void HwCountersCollector::collect(const exporter::ScrapeContext& ctx, MetricSink
                                 port.number_label + "; " + std::string(k.metric) + " skipped");
           continue;
         }
-        out.counter(k.metric, k.help, {{"device", dev.name}, {"port", port.number_label}}, sum);
+        Labels l{{"device", dev.name}, {"port", port.number_label}};
+        if (!k.kind_label.empty()) l.emplace_back("kind", std::string(k.kind_label));
+        out.counter(k.metric, k.help, std::move(l), sum);
       }
     }
   }
@@ -249,7 +261,8 @@ RDMA_REGISTER_COLLECTOR({
                   "Read port counters with one RDMA netlink request per port: auto (when --path.sysfs is /sys and the "
                   "kernel has RDMA netlink), true (report when unavailable) or false (sysfs only)."},
                  {"wrap-extension", exporter::OptionType::kBool, "true",
-                  "Extend 32-bit mlx5 Q counters across wraps into monotonic 64-bit totals."}},
+                  "Extend narrow counters across wraps into monotonic 64-bit totals: 32-bit mlx5 Q counters, ionic's "
+                  "firmware counters (width inferred from the values seen)."}},
     .create = [](const exporter::CollectorSettings& s, const exporter::GlobalContext& g)
         -> std::unique_ptr<exporter::Collector> {
       const std::string mode = s.choice("netlink", {"auto", "true", "false"});

@@ -26,6 +26,29 @@ std::uint64_t WrapExtender::extend(const Key& key, std::uint8_t width, std::uint
   return s.offset + raw;  // offset <= 2^64 - 2^width and raw < 2^width: no overflow
 }
 
+std::uint64_t WrapExtender::extend_inferred(const Key& key, std::uint64_t raw) {
+  auto [it, inserted] = state_.try_emplace(key);
+  State& s = it->second;
+  if (raw > s.max_seen) s.max_seen = raw;
+  if (s.passthrough || s.max_seen > UINT32_MAX) {
+    // Shown to be wider than 32 bits: 64-bit, passed through from here on.
+    s.passthrough = true;
+    s.offset = 0;
+    s.last = raw;
+    return raw;
+  }
+  std::uint8_t width = 8;
+  while (width < 32 && (s.max_seen >> width) != 0) width = static_cast<std::uint8_t>(width * 2);
+  const std::uint64_t modulus = std::uint64_t{1} << width;
+  if (!inserted && raw < s.last && s.last >= modulus / 2) {
+    // offset grows by at most 2^32 per wrap: restart rather than overflow (unreachable).
+    s.offset = s.offset > UINT64_MAX - modulus - UINT32_MAX ? 0 : s.offset + modulus;
+    ++s.wraps;
+  }
+  s.last = raw;
+  return s.offset + raw;
+}
+
 std::uint64_t WrapExtender::wraps(const Key& key) const {
   auto it = state_.find(key);
   return it == state_.end() ? 0 : it->second.wraps;

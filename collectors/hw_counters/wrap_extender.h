@@ -34,6 +34,15 @@ class WrapExtender {
 
   // The extended value of `raw` for a counter `width` bits wide (64: returned unchanged).
   std::uint64_t extend(const Key& key, std::uint8_t width, std::uint64_t raw);
+  // The same for a counter whose width the driver knows but sysfs does not show (ionic: the
+  // firmware declares 8, 16, 32 or 64 bits per counter). The width is the smallest of 8/16/32/64
+  // that holds every value this series has shown; a value below the previous one is one wrap of
+  // that width only when the previous value was in the upper half of it (a wrap passes there; a
+  // reset to 0 from a low value does not), else a reset that Prometheus sees as one. A counter
+  // that has shown a value >= 2^32 is 64-bit and passed through. Limit: a counter that wraps
+  // between two scrapes without ever having been seen above the lower widths is taken for the
+  // narrower one (a 32-bit counter seen at 40,000 and next at 5 is counted as one 16-bit wrap).
+  std::uint64_t extend_inferred(const Key& key, std::uint64_t raw);
   // Wraps seen for this series since it was first seen (0 for unknown series).
   std::uint64_t wraps(const Key& key) const;
   // Drops the state of every device/port not in `live` ("device\nport" strings; port "" for
@@ -49,6 +58,7 @@ class WrapExtender {
     std::uint64_t offset = 0;
     std::uint64_t wraps = 0;
     bool passthrough = false;
+    std::uint64_t max_seen = 0;  // extend_inferred only
   };
   std::map<Key, State> state_;
 };

@@ -14,10 +14,10 @@ namespace rdma::model {
 namespace {
 
 // Kernel driver of the parent device -> RDMA provider.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 12> kParentDriverToProvider{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 13> kParentDriverToProvider{{
     {"mlx5_core", "mlx5"}, {"mlx4_core", "mlx4"}, {"bnxt_en", "bnxt_re"}, {"ice", "irdma"},
     {"i40e", "i40iw"}, {"idpf", "irdma"}, {"efa", "efa"}, {"hfi1", "hfi1"}, {"ib_qib", "qib"},
-    {"mana", "mana"}, {"erdma", "erdma"}, {"hns3", "hns"},
+    {"mana", "mana"}, {"erdma", "erdma"}, {"hns3", "hns"}, {"ionic", "ionic"},
 }};
 // Device-name prefix -> provider, for devices whose parent driver says nothing (or is absent).
 constexpr std::array<std::pair<std::string_view, std::string_view>, 17> kNamePrefixToProvider{{

@@ -108,11 +108,7 @@ TEST_CASE("mlx5 32-bit Q counters are extended across a simulated wrap, 64-bit o
   HwCountersCollector col(sysfs_only());
   const auto h = model_of(t, {{"mlx5_0", "mlx5"}});
   const Labels p{{"device", "mlx5_0"}, {"port", "1"}};
-  auto c = [&](const std::string& n) {
-    Labels l = p;
-    l.emplace_back("counter", n);
-    return l;
-  };
+  auto c = [&](const std::string& n) { return with(p, "counter", n); };
   auto s1 = collect(col, h);
   CHECK(u64(s1.sink, "rdma_hw_counters_total", c("rx_write_requests")) == 4294967000u);
   CHECK_FALSE(exact(s1.sink, "rdma_hw_counters_wraps_total", c("rx_write_requests")));  // not wrapped yet
@@ -255,4 +251,66 @@ TEST_CASE("an unreadable hw_counters directory is an error, not a crash") {
   chmod((t.port_path("rxe0", 1) + "/hw_counters").c_str(), 0755);
   CHECK(s.errors == std::map<std::string, std::uint64_t>{{"permission_denied", 1}});
   CHECK(u64(s.sink, "rdma_hw_counters_total", {{"device", "rxe1"}, {"port", "1"}, {"counter", "sent_pkts"}}) == 2);
+}
+
+TEST_CASE("ionic: 2^64-1 is the driver's undecodable value: no sample, counted, the rest exported") {
+  TempTree t;
+  t.port_counter("ionic_0", 1, "req_tx_retry_excd_err", kU64Max);  // ionic_v1_stat_val() gave up
+  t.port_counter("ionic_0", 1, "resp_rx_outouf_seq", kU64Max);
+  t.port_counter("ionic_0", 1, "resp_rx_dup_request", 12);
+  HwCountersCollector col(sysfs_only());
+  auto s = collect(col, model_of(t, {{"ionic_0", "ionic"}}));
+  const Labels p{{"device", "ionic_0"}, {"port", "1"}};
+  CHECK(count(s.sink, "rdma_hw_counters_total") == 1);
+  CHECK(u64(s.sink, "rdma_duplicate_requests_total", p) == 12);
+  CHECK(count(s.sink, "rdma_qp_retries_exceeded_total") == 0);
+  CHECK(count(s.sink, "rdma_out_of_sequence_packets_total") == 0);
+  CHECK(s.errors == std::map<std::string, std::uint64_t>{{"invalid_value", 2}});
+
+  // the same value from another driver is a real count (hfi1 CNTR_MAX, a saturated counter)
+  TempTree t2;
+  t2.port_counter("rxe0", 1, "retry_exceeded_err", kU64Max);
+  auto s2 = collect(col, model_of(t2, {{"rxe0", "rxe"}}));
+  CHECK(s2.errors.empty());
+  CHECK(u64(s2.sink, "rdma_qp_retries_exceeded_total", with({{"device", "rxe0"}, {"port", "1"}}, "kind", "transport")) ==
+        kU64Max);
+}
+
+TEST_CASE("ionic: narrow firmware counters are extended with the width their values show") {
+  TempTree t;
+  t.port_counter("ionic_0", 1, "req_tx_retry_excd_err", 250);     // an 8-bit counter near its top
+  t.port_counter("ionic_0", 1, "resp_rx_outouf_seq", 60000);      // 16-bit
+  t.port_counter("ionic_0", 1, "tx_rdma_ucast_pkts", 5000000000);  // seen above 2^32: 64-bit
+  t.port_counter("ionic_0", 1, "tx_rdma_mcast_pkts", 10);
+  t.port_counter("ionic_0", 1, "resp_rx_dup_request", 100);       // low in its range
+  HwCountersCollector col(sysfs_only());
+  const auto h = model_of(t, {{"ionic_0", "ionic"}});
+  const Labels p{{"device", "ionic_0"}, {"port", "1"}};
+  auto c = [&](const std::string& n) { return with(p, "counter", n); };
+  const Labels transport = with(p, "kind", "transport");
+  collect(col, h);
+
+  t.port_counter("ionic_0", 1, "req_tx_retry_excd_err", 4);    // 250 -> 256 + 4
+  t.port_counter("ionic_0", 1, "resp_rx_outouf_seq", 100);     // 60000 -> 65536 + 100
+  t.port_counter("ionic_0", 1, "tx_rdma_ucast_pkts", 7);       // a 64-bit counter going back: a reset
+  t.port_counter("ionic_0", 1, "resp_rx_dup_request", 3);      // from the lower half: a reset, not a wrap
+  auto s = collect(col, h);
+  CHECK(u64(s.sink, "rdma_hw_counters_total", c("req_tx_retry_excd_err")) == 260);
+  CHECK(u64(s.sink, "rdma_hw_counters_wraps_total", c("req_tx_retry_excd_err")) == 1);
+  CHECK(u64(s.sink, "rdma_qp_retries_exceeded_total", transport) == 260);
+  CHECK(u64(s.sink, "rdma_hw_counters_total", c("resp_rx_outouf_seq")) == 65636);
+  CHECK(u64(s.sink, "rdma_out_of_sequence_packets_total", p) == 65636);
+  CHECK(u64(s.sink, "rdma_hw_counters_total", c("tx_rdma_ucast_pkts")) == 7);
+  CHECK_FALSE(exact(s.sink, "rdma_hw_counters_wraps_total", c("tx_rdma_ucast_pkts")));
+  CHECK(u64(s.sink, "rdma_transport_transmit_packets_total", p) == 17);
+  CHECK(u64(s.sink, "rdma_hw_counters_total", c("resp_rx_dup_request")) == 3);
+  CHECK_FALSE(exact(s.sink, "rdma_hw_counters_wraps_total", c("resp_rx_dup_request")));
+
+  // a second 8-bit wrap adds another 256
+  t.port_counter("ionic_0", 1, "req_tx_retry_excd_err", 200);
+  collect(col, h);
+  t.port_counter("ionic_0", 1, "req_tx_retry_excd_err", 1);
+  auto s2 = collect(col, h);
+  CHECK(u64(s2.sink, "rdma_hw_counters_total", c("req_tx_retry_excd_err")) == 2 * 256 + 1);
+  CHECK(u64(s2.sink, "rdma_hw_counters_wraps_total", c("req_tx_retry_excd_err")) == 2);
 }

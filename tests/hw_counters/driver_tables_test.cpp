@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <set>
+#include <span>
 
 #include "collectors/hw_counters/driver_tables.h"
 #include "tests/hw_counters/helpers.h"
@@ -10,25 +11,31 @@
 using namespace rdma::collectors::hw_counters;
 using namespace hwtest;
 
+// The labels of a kind's series on port 1 of `dev`.
+static Labels kind_labels(const KindDef& k, const std::string& dev) {
+  const Labels l{{"device", dev}, {"port", "1"}};
+  return k.kind_label.empty() ? l : with(l, "kind", std::string(k.kind_label));
+}
+
 TEST_CASE("the normalised metrics are in enum order, unique, rdma_ counters") {
-  std::set<std::string_view> names;
+  std::set<std::pair<std::string_view, std::string_view>> names;
   for (std::size_t i = 0; i < kinds().size(); ++i) {
     const auto& k = kinds()[i];
     CHECK(static_cast<std::size_t>(k.kind) == i);
     CHECK(k.metric.starts_with("rdma_"));
     CHECK(k.metric.ends_with("_total"));
     CHECK_FALSE(k.help.empty());
-    CHECK(names.insert(k.metric).second);
+    CHECK(names.insert({k.metric, k.kind_label}).second);
   }
 }
 
-TEST_CASE("the eight mapped drivers have tables, siw has none") {
+TEST_CASE("the nine mapped drivers have tables, siw has none") {
   std::set<std::string_view> drivers;
   for (const auto& t : driver_tables()) {
     CHECK_FALSE(t.rows.empty());
     drivers.insert(t.driver);
   }
-  CHECK(drivers == std::set<std::string_view>{"mlx5", "bnxt_re", "irdma", "rxe", "efa", "mana", "erdma", "hns"});
+  CHECK(drivers == std::set<std::string_view>{"mlx5", "bnxt_re", "irdma", "rxe", "efa", "mana", "erdma", "hns", "ionic"});
   CHECK(mapping_for("siw").empty());
 }
 
@@ -52,7 +59,7 @@ TEST_CASE("every mapping row yields its normalised metric, alone, with the exact
       HwCountersCollector col(sysfs_only());
       auto s = collect(col, model_of(tree, {{dev, std::string(t.driver), 1}}));
       CHECK(s.errors.empty());
-      CHECK(u64(s.sink, std::string(kind_def(row.kind).metric), {{"device", dev}, {"port", "1"}}) == sum);
+      CHECK(u64(s.sink, std::string(kind_def(row.kind).metric), kind_labels(kind_def(row.kind), dev)) == sum);
       CHECK(count(s.sink, std::string(kind_def(row.kind).metric)) == 1);
       ++rows;
     }
@@ -91,6 +98,7 @@ struct Expect {
   const char* driver;
   const char* counter;
   const char* metric;
+  const char* kind = nullptr;  // the kind label of rdma_qp_retries_exceeded_total
 };
 constexpr Expect kExpected[] = {
     {"mlx5", "np_cnp_sent", "rdma_roce_cnp_sent_total"},
@@ -155,16 +163,48 @@ constexpr Expect kExpected[] = {
     {"erdma", "tx_disable_drop_cnt", "rdma_transmit_discards_total"},
     {"hns", "tx_cnp_pkt", "rdma_roce_cnp_sent_total"},
     {"hns", "rx_cnp_pkt", "rdma_roce_cnp_handled_total"},
+    // Retries exceeded: the counter that counts QPs moved to error by an exhausted retry count,
+    // not the retries themselves (mlx5 local_ack_timeout_err / rnr_nak_retry_err count those).
+    {"mlx5", "req_transport_retries_exceeded", "rdma_qp_retries_exceeded_total", "transport"},
+    {"mlx5", "req_rnr_retries_exceeded", "rdma_qp_retries_exceeded_total", "rnr"},
+    {"bnxt_re", "max_retry_exceeded", "rdma_qp_retries_exceeded_total", "transport"},
+    {"rxe", "retry_exceeded_err", "rdma_qp_retries_exceeded_total", "transport"},
+    {"rxe", "retry_rnr_exceeded_err", "rdma_qp_retries_exceeded_total", "rnr"},
+    {"mana", "requester_retries_exceeded", "rdma_qp_retries_exceeded_total", "transport"},
+    {"mana", "requester_rnr_nak_retries_exceeded", "rdma_qp_retries_exceeded_total", "rnr"},
+    {"erdma", "hw_tx_packets_cnt", "rdma_transport_transmit_packets_total"},
+    {"erdma", "hw_rx_bytes_cnt", "rdma_transport_receive_bytes_total"},
 };
 
+// ionic (2^64-1 is its "undecodable" value, so these use another one).
+constexpr Expect kExpectedIonic[] = {
+    {"ionic", "tx_rdma_cnp_pkts", "rdma_roce_cnp_sent_total"},
+    {"ionic", "rx_rdma_cnp_pkts", "rdma_roce_cnp_handled_total"},
+    {"ionic", "rx_rdma_ecn_pkts", "rdma_roce_ecn_marked_packets_total"},
+    {"ionic", "resp_rx_outouf_seq", "rdma_out_of_sequence_packets_total"},
+    {"ionic", "req_rx_pkt_seq_err", "rdma_packet_sequence_error_naks_total"},
+    {"ionic", "resp_rx_dup_request", "rdma_duplicate_requests_total"},
+    {"ionic", "resp_rx_outof_buf", "rdma_out_of_buffer_drops_total"},
+    {"ionic", "req_tx_retry_excd_err", "rdma_qp_retries_exceeded_total", "transport"},
+};
+
+static Labels expect_labels(const Expect& e) {
+  const Labels l{{"device", "d0"}, {"port", "1"}};
+  return e.kind ? with(l, "kind", e.kind) : l;
+}
+
 TEST_CASE("independent expectations: vendor counter -> normalised metric") {
-  for (const auto& e : kExpected) {
-    INFO(e.driver << " " << e.counter);
-    TempTree tree;
-    tree.port_counter("d0", 1, e.counter, 18446744073709551615ull);
-    HwCountersCollector col(sysfs_only());
-    auto s = collect(col, model_of(tree, {{"d0", e.driver}}));
-    CHECK(u64(s.sink, e.metric, {{"device", "d0"}, {"port", "1"}}) == 18446744073709551615ull);
+  const std::pair<std::span<const Expect>, std::uint64_t> tables[] = {{kExpected, 18446744073709551615ull},
+                                                                        {kExpectedIonic, 18446744073709551614ull}};
+  for (const auto& [expected, v] : tables) {
+    for (const auto& e : expected) {
+      INFO(e.driver << " " << e.counter);
+      TempTree tree;
+      tree.port_counter("d0", 1, e.counter, v);
+      HwCountersCollector col(sysfs_only());
+      auto s = collect(col, model_of(tree, {{"d0", e.driver}}));
+      CHECK(u64(s.sink, e.metric, expect_labels(e)) == v);
+    }
   }
   // mana's device-level congestion counters on its single port
   TempTree tree;
@@ -222,8 +262,10 @@ TEST_CASE("docs/metrics.md lists every mapping row, and only those") {
         if (!counters.empty()) counters += " + ";
         counters += "`" + std::string(c) + "`";
       }
-      const std::string want = "| " + std::string(t.driver) + " | " + counters + " | " +
-                               std::string(kind_def(r.kind).metric) + " | " +
+      const KindDef& k = kind_def(r.kind);
+      const std::string metric =
+          std::string(k.metric) + (k.kind_label.empty() ? "" : "{kind=\"" + std::string(k.kind_label) + "\"}");
+      const std::string want = "| " + std::string(t.driver) + " | " + counters + " | " + metric + " | " +
                                (r.scope == Scope::kPort ? "port" : "device") + " |";
       INFO(want);
       CHECK(doc_rows.contains(want));

@@ -89,6 +89,12 @@ using rdma::testing::exact;
 using rdma::testing::family;
 using rdma::testing::u64;
 
+// `base` plus one more label (the counter of a raw series, the kind of a normalised one).
+inline Labels with(Labels base, const std::string& name, const std::string& value) {
+  base.emplace_back(name, value);
+  return base;
+}
+
 inline rdma::collectors::hw_counters::Settings sysfs_only() {
   rdma::collectors::hw_counters::Settings st;
   st.netlink = rdma::collectors::hw_counters::NetlinkMode::kOff;

@@ -20,7 +20,8 @@ EXPORTER = take_exporter_arg()
 
 DRIVER = {"mlx5_0": "mlx5", "mlx5_1": "mlx5", "mlx5_bond_0": "mlx5", "rxe0": "rxe", "bnxt_re0": "bnxt_re",
           "mlx4_0": "mlx4", "hfi1_0": "hfi1", "i40iw0": "i40iw", "efa_0": "efa", "irdma0": "irdma",
-          "mana_0": "mana", "erdma_0": "erdma", "broken0": "mlx5", "vanished0": "mlx5"}
+          "mana_0": "mana", "erdma_0": "erdma", "erdma_1": "erdma", "broken0": "mlx5", "vanished0": "mlx5",
+          "ionic_0": "ionic", "bnxt_re1": "bnxt_re", "hns_0": "hns"}
 
 
 def is_gauge(driver, name):
@@ -33,7 +34,9 @@ def is_gauge(driver, name):
     return False
 
 
-# driver -> normalised metric -> alternatives (each a list of counters summed; "dev:" = device level)
+# driver -> normalised metric -> alternatives (each a list of counters summed; "dev:" = device level).
+# A metric "name/kind" is the series of `name` with that kind label.
+TRANSPORT, RNR = "rdma_qp_retries_exceeded_total/transport", "rdma_qp_retries_exceeded_total/rnr"
 NORM = {
     "mlx5": {
         "rdma_roce_cnp_sent_total": [["np_cnp_sent"]],
@@ -47,6 +50,8 @@ NORM = {
         "rdma_duplicate_requests_total": [["duplicate_request"]],
         "rdma_icrc_errors_total": [["rx_icrc_encapsulated"]],
         "rdma_out_of_buffer_drops_total": [["out_of_buffer"]],
+        TRANSPORT: [["req_transport_retries_exceeded"]],
+        RNR: [["req_rnr_retries_exceeded"]],
     },
     "bnxt_re": {
         "rdma_roce_cnp_sent_total": [["tx_cnp_pkts"], ["np_cnp_pkts"]],
@@ -64,6 +69,7 @@ NORM = {
         "rdma_transport_receive_packets_total": [["rx_pkts"]],
         "rdma_transport_transmit_bytes_total": [["tx_bytes"]],
         "rdma_transport_receive_bytes_total": [["rx_bytes"]],
+        TRANSPORT: [["max_retry_exceeded"]],
     },
     "irdma": {
         "rdma_roce_cnp_sent_total": [["cnpSent"]],
@@ -85,6 +91,8 @@ NORM = {
         "rdma_duplicate_requests_total": [["duplicate_request"]],
         "rdma_transport_transmit_packets_total": [["sent_pkts"]],
         "rdma_transport_receive_packets_total": [["rcvd_pkts"]],
+        TRANSPORT: [["retry_exceeded_err"]],
+        RNR: [["retry_rnr_exceeded_err"]],
     },
     "efa": {
         "rdma_local_ack_timeouts_total": [["retrans_timeout_events"]],
@@ -108,18 +116,45 @@ NORM = {
         "rdma_transport_receive_packets_total": [["rx_packets"]],
         "rdma_transport_transmit_bytes_total": [["tx_bytes"]],
         "rdma_transport_receive_bytes_total": [["rx_bytes"]],
+        TRANSPORT: [["requester_retries_exceeded"]],
+        RNR: [["requester_rnr_nak_retries_exceeded"]],
     },
     "erdma": {
         "rdma_receive_discards_total": [["rx_disable_drop_cnt", "rx_bps_limit_drop_cnt", "rx_pps_limit_drop_cnt"],
                                         ["rx_disable_drop_cnt"]],
         "rdma_transmit_discards_total": [["tx_disable_drop_cnt", "tx_bps_limit_drop_cnt", "tx_pps_limit_drop_cnt"],
                                          ["tx_disable_drop_cnt"]],
-        "rdma_transport_transmit_packets_total": [["tx_packets_cnt"]],
-        "rdma_transport_receive_packets_total": [["rx_packets_cnt"]],
-        "rdma_transport_transmit_bytes_total": [["tx_bytes_cnt"]],
-        "rdma_transport_receive_bytes_total": [["rx_bytes_cnt"]],
+        "rdma_transport_transmit_packets_total": [["tx_packets_cnt"], ["hw_tx_packets_cnt"]],
+        "rdma_transport_receive_packets_total": [["rx_packets_cnt"], ["hw_rx_packets_cnt"]],
+        "rdma_transport_transmit_bytes_total": [["tx_bytes_cnt"], ["hw_tx_bytes_cnt"]],
+        "rdma_transport_receive_bytes_total": [["rx_bytes_cnt"], ["hw_rx_bytes_cnt"]],
+    },
+    "hns": {
+        "rdma_roce_cnp_sent_total": [["tx_cnp_pkt"]],
+        "rdma_roce_cnp_handled_total": [["rx_cnp_pkt"]],
+        "rdma_transport_transmit_packets_total": [["tx_pkt"]],
+        "rdma_transport_receive_packets_total": [["rx_pkt"]],
+    },
+    "ionic": {
+        "rdma_roce_cnp_sent_total": [["tx_rdma_cnp_pkts"]],
+        "rdma_roce_cnp_handled_total": [["rx_rdma_cnp_pkts"]],
+        "rdma_roce_ecn_marked_packets_total": [["rx_rdma_ecn_pkts"]],
+        "rdma_out_of_sequence_packets_total": [["resp_rx_outouf_seq"]],
+        "rdma_packet_sequence_error_naks_total": [["req_rx_pkt_seq_err"]],
+        "rdma_duplicate_requests_total": [["resp_rx_dup_request"]],
+        "rdma_out_of_buffer_drops_total": [["resp_rx_outof_buf"]],
+        "rdma_transport_transmit_packets_total": [["tx_rdma_ucast_pkts", "tx_rdma_mcast_pkts"]],
+        "rdma_transport_receive_packets_total": [["rx_rdma_ucast_pkts", "rx_rdma_mcast_pkts"]],
+        "rdma_transport_transmit_bytes_total": [["tx_rdma_ucast_bytes", "tx_rdma_mcast_bytes"]],
+        "rdma_transport_receive_bytes_total": [["rx_rdma_ucast_bytes", "rx_rdma_mcast_bytes"]],
+        TRANSPORT: [["req_tx_retry_excd_err"]],
     },
 }
+# erdma's upstream drop sums and the out-of-tree driver's (transmit drops without "tx_")
+NORM["erdma"]["rdma_receive_discards_total"].append(
+    ["hw_rx_disable_drop_cnt", "hw_rx_bps_limit_drop_cnt", "hw_rx_pps_limit_drop_cnt"])
+NORM["erdma"]["rdma_transmit_discards_total"].append(
+    ["hw_disable_drop_cnt", "hw_bps_limit_drop_cnt", "hw_pps_limit_drop_cnt"])
 NORM_METRICS = sorted({m for d in NORM.values() for m in d})
 
 
@@ -180,6 +215,9 @@ class HwCountersFixtures(unittest.TestCase):
         self.assertEqual(self.types["rdma_hw_counters_lifespan_seconds"], "gauge")
         self.assertEqual(series(self.samples, "rdma_exporter_collector_errors_total").get(
             frozenset({("collector", "hw_counters")}), None), None)
+        # the only errors: ionic's undecodable value (test_ionic_all_ones_is_no_sample_and_an_error)
+        self.assertEqual({dict(k)["reason"] for k in series(self.samples, "rdma_exporter_collector_errors_total")
+                          if dict(k).get("collector") == "hw_counters"}, {"invalid_value"})
 
     def test_normalised_metrics_per_driver(self):
         checked = set()
@@ -197,14 +235,51 @@ class HwCountersFixtures(unittest.TestCase):
                         break
             got = {}
             for metric in NORM_METRICS:
-                s = series(self.samples, metric).get(frozenset({("device", dev), ("port", port)}))
+                name, _, kind = metric.partition("/")
+                labels = {("device", dev), ("port", port)} | ({("kind", kind)} if kind else set())
+                s = series(self.samples, name).get(frozenset(labels))
                 if s is not None:
                     got[metric] = int(s)
             with self.subTest(dev=dev, port=port):
                 self.assertEqual(got, want)
             if want:
                 checked.add(drv)
-        self.assertEqual(checked, {"mlx5", "bnxt_re", "irdma", "rxe", "efa", "mana", "erdma"})
+        self.assertEqual(checked, {"mlx5", "bnxt_re", "irdma", "rxe", "efa", "mana", "erdma", "hns", "ionic"})
+        # every series of the retries family is one of the expected ones (no stray kind)
+        self.assertTrue(all(dict(k)["kind"] in ("transport", "rnr")
+                            for k in series(self.samples, "rdma_qp_retries_exceeded_total")))
+        self.assertGreaterEqual(len(series(self.samples, "rdma_qp_retries_exceeded_total")), 8)
+
+    def test_ionic_all_ones_is_no_sample_and_an_error(self):
+        invalid = [rel for rel, kind in self.m["special"].items() if kind == "invalid_all_ones"]
+        self.assertEqual(len(invalid), 1)
+        self.assertEqual(self.m["files"][invalid[0]], "%d\n" % (2**64 - 1))
+        name = invalid[0].rsplit("/", 1)[1]
+        self.assertIsNone(series(self.samples, "rdma_hw_counters_total").get(
+            frozenset({("device", "ionic_0"), ("port", "1"), ("counter", name)})))
+        self.assertEqual(value(self.samples, "rdma_exporter_collector_errors_total", collector="hw_counters",
+                               reason="invalid_value"), "2")  # second scrape: one per scrape
+
+    def test_ionic_narrow_counter_wraps(self):
+        # resp_rx_outof_buf reads 250: an 8-bit counter near its top; the firmware's next value 4
+        # is one wrap (256 + 4), in the raw series, its normalised metric and the wraps series.
+        rel = next(r for r in self.m["files"] if r.endswith("ionic_0/ports/1/hw_counters/resp_rx_outof_buf"))
+        path = os.path.join(self.m["root"], rel)
+        lv = {"device": "ionic_0", "port": "1"}
+        try:
+            with Exporter(EXPORTER, f"--path.sysfs={self.m['root']}", "--collector.disable-defaults",
+                          "--collector.hw_counters") as e:
+                first, _ = e.scrape()
+                self.assertEqual(value(first, "rdma_hw_counters_total", **lv, counter="resp_rx_outof_buf"), "250")
+                with open(path, "w") as f:
+                    f.write("4\n")
+                second, _ = e.scrape()
+        finally:
+            with open(path, "w") as f:
+                f.write(self.m["files"][rel])
+        self.assertEqual(value(second, "rdma_hw_counters_total", **lv, counter="resp_rx_outof_buf"), "260")
+        self.assertEqual(value(second, "rdma_out_of_buffer_drops_total", **lv), "260")
+        self.assertEqual(value(second, "rdma_hw_counters_wraps_total", **lv, counter="resp_rx_outof_buf"), "1")
 
     def test_stable_across_scrapes(self):
         for fam in ("rdma_hw_counters_total", "rdma_roce_cnp_sent_total", "rdma_hw_counters_wraps_total"):
@@ -216,6 +291,7 @@ class HwCountersFixtures(unittest.TestCase):
     def test_reads_counted(self):
         # samples is the second scrape (the first one is the text for promtool), samples2 the third
         n_files = sum(len(f) for f in self.files.values())
+        n_files += sum(kind == "invalid_all_ones" for kind in self.m["special"].values())  # read, not exported
         self.assertEqual(value(self.samples, "rdma_hw_counters_reads_total", method="sysfs"), str(2 * n_files))
         self.assertEqual(value(self.samples2, "rdma_hw_counters_reads_total", method="sysfs"), str(3 * n_files))
         self.assertEqual(value(self.samples, "rdma_hw_counters_reads_total", method="netlink"), "0")

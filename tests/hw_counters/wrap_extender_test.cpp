@@ -50,3 +50,31 @@ TEST_CASE("state of vanished devices and ports is dropped") {
   CHECK(w.wraps(k) == 0);
   CHECK(w.extend(k, 32, 1) == 1);  // starts again at the raw value
 }
+
+TEST_CASE("inferred width: the smallest of 8/16/32 holding the values seen, wraps from the upper half only") {
+  WrapExtender w;
+  const WrapExtender::Key k8{"ionic_0", "1", "a"}, k16{"ionic_0", "1", "b"}, k32{"ionic_0", "1", "c"},
+      k64{"ionic_0", "1", "d"}, low{"ionic_0", "1", "e"};
+  CHECK(w.extend_inferred(k8, 200) == 200);
+  CHECK(w.extend_inferred(k8, 5) == 256 + 5);
+  CHECK(w.wraps(k8) == 1);
+  CHECK(w.extend_inferred(k8, 130) == 256 + 130);
+  CHECK(w.extend_inferred(k8, 0) == 512);
+
+  CHECK(w.extend_inferred(k16, 300) == 300);
+  CHECK(w.extend_inferred(k16, 40000) == 40000);
+  CHECK(w.extend_inferred(k16, 1) == 65536 + 1);
+
+  CHECK(w.extend_inferred(k32, 3000000000u) == 3000000000u);
+  CHECK(w.extend_inferred(k32, 2) == 4294967296ull + 2);
+
+  CHECK(w.extend_inferred(k64, 4294967296ull) == 4294967296ull);  // above 32 bits: passed through
+  CHECK(w.extend_inferred(k64, 3) == 3);                          // a reset, left to Prometheus
+  CHECK(w.extend_inferred(k64, 200) == 200);
+  CHECK(w.extend_inferred(k64, 1) == 1);
+  CHECK(w.wraps(k64) == 0);
+
+  CHECK(w.extend_inferred(low, 100) == 100);  // lower half of 8 bits
+  CHECK(w.extend_inferred(low, 2) == 2);      // a reset, not a wrap
+  CHECK(w.wraps(low) == 0);
+}

@@ -356,8 +356,16 @@ class ExistingTrees(unittest.TestCase):
                     s, _ = e.scrape()
             self.assertEqual(errors(s), {}, profile)
             self.assertEqual(value(s, "rdma_exporter_collector_success", collector="topology"), "1")
-            self.assertEqual(series(s, "rdma_topology_relation"), {})
-            self.assertEqual(value(s, "rdma_topology_gpus"), "0")
+            if profile == "fixtures":
+                self.assertEqual(series(s, "rdma_topology_relation"), {})
+                self.assertEqual(value(s, "rdma_topology_gpus"), "0")
+                continue
+            # the demo: ionic_0 and bnxt_re1 each share a PCIe switch with one GPU, as on a GPU node
+            self.assertEqual(value(s, "rdma_topology_gpus"), "2")
+            closest = {dict(k)["device"]: dict(k)["relation"] for k in series(s, "rdma_topology_gpu_closest_nic")}
+            self.assertEqual(closest, {"ionic_0": "PIX", "bnxt_re1": "PIX"})
+            self.assertEqual(value(s, "rdma_pci_aer_errors_total", device="ionic_0", pci_function="0000:c1:00.0",
+                                   hop="0", aer_severity="correctable", type="BadTLP"), "4")
 
 
 class SoftwareRdmaDevice(unittest.TestCase):

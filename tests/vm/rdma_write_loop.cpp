@@ -16,6 +16,10 @@
 // With "pace" it posts one write every INTERVAL_US (absolute schedule) instead of back to back
 // and prints the median, 10th and 90th percentile of post -> completion (busy-polled, steady
 // clock): the prober's RTT reference at the prober's own probe rate (bench/prober/run.sh).
+// RDMA_WRITE_LOOP_RETRY_CNT (0-7, default 7) sets the QPs' transport retry count. rxe (6.1) takes
+// 7 for "retry forever" (with every packet lost: 347 retries in 30 s, none exceeded; with 3: the
+// write fails with "transport retry counter exceeded"), so a test that wants a QP to run out of
+// retries sets a lower one.
 // exit: 0 = all N writes completed and B's buffer holds the last payload;
 //       1 = a completion failed or the payload is wrong; 2 = setup error.
 #include <infiniband/verbs.h>
@@ -162,7 +166,8 @@ void connect(End& me, const End& peer) {
   a = {};
   a.qp_state = IBV_QPS_RTS;
   a.timeout = 14;
-  a.retry_cnt = 7;
+  const char* retry = std::getenv("RDMA_WRITE_LOOP_RETRY_CNT");
+  a.retry_cnt = static_cast<uint8_t>(retry ? std::clamp(std::atoi(retry), 0, 7) : 7);
   a.rnr_retry = 7;
   a.sq_psn = 0;
   a.max_rd_atomic = 1;
