@@ -133,8 +133,8 @@ class ForwardingTableCache {
 
 // /pma/routes?src=<node GUID>[&port=N][&dst=<LID>]: the routes from the source's cabled ports
 // (`port` only, when given) to `dst`, or to every CA port LID and switch LID of the topology, as
-// JSON: {"routes":[{"src_guid","src_port","dst_lid","error","detail","hops":[{"guid","name",
-// "in_port","out_port"}]}],"truncated":false}. One source per request bounds an answer to the
+// JSON: {"routes":[{"src_guid","src_port","dst_lid","error","detail","adaptive_routing","hops":[{"guid",
+// "name","in_port","out_port"[,"ar_state" on switches],"adaptive"}]}],"truncated":false}. One source per request bounds an answer to the
 // fabric's LIDs, and kMaxRoutesAnswer bounds its size: the routes that did not fit are left out
 // ("truncated":true; ask them with dst=).
 inline constexpr std::size_t kMaxRoutesAnswer = 4u << 20;
