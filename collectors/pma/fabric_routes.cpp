@@ -185,6 +185,7 @@ void ForwardingTableCache::refresh(std::shared_ptr<const Topology> topo_ref, con
     }
     ib_portid_t id{};
     ib_portid_set(&id, n.lid, 0, 0);
+    std::string ar_silent;  // why the switch, never heard on AdaptiveRoutingInfo, did not answer it
     if (ask_ar) {
       // One attempt: a switch that drops vendor SMPs costs one timeout, once.
       std::uint8_t buf[IB_SMP_DATA_SIZE] = {};
@@ -204,11 +205,7 @@ void ForwardingTableCache::refresh(std::shared_ptr<const Topology> topo_ref, con
         ++ar_misses;  // it answered before: a lost SMP, not a switch without AR
         t->ar[n.guid] = before->second;
       } else {
-        ar_unsupported_.insert(n.guid);
-        t->ar[n.guid] = ArState::kUnsupported;
-        if (ar_new_unsupported.empty())
-          ar_first_why = status ? "MAD status " + mad::status_text(static_cast<std::uint16_t>(status)) : "no reply";
-        ar_new_unsupported.push_back(n.name + " (" + n.guid_label + ")");
+        ar_silent = status ? "MAD status " + mad::status_text(static_cast<std::uint16_t>(status)) : "no reply";
       }
     } else {
       t->ar[n.guid] = ArState::kUnsupported;
@@ -223,6 +220,15 @@ void ForwardingTableCache::refresh(std::shared_ptr<const Topology> topo_ref, con
       const auto block = ok ? mad::decode_lft_block(std::span<const std::uint8_t>(buf, sizeof buf)) : std::nullopt;
       if (block) lft.insert(lft.end(), block->begin(), block->end());
       ok = ok && block;
+    }
+    // A switch that answers its table but not AdaptiveRoutingInfo has none (or drops vendor SMPs,
+    // as ibsim does): unsupported, not asked again. One that answers neither is unreachable, not
+    // known to lack AR: asked again at the next read, never cached as static.
+    if (!ar_silent.empty() && ok) {
+      ar_unsupported_.insert(n.guid);
+      t->ar[n.guid] = ArState::kUnsupported;
+      if (ar_new_unsupported.empty()) ar_first_why = ar_silent;
+      ar_new_unsupported.push_back(n.name + " (" + n.guid_label + ")");
     }
     if (!ok) {
       ++failed;

@@ -111,9 +111,10 @@ class ForwardingTableCache {
   // MAD port exclusively (as for a discovery). A switch whose read fails keeps no table (its
   // routes are kNoTable) and is counted.
   // Before its table, each switch's AdaptiveRoutingInfo (one SMP, one attempt, within the same
-  // cap): a switch that never answered it is `unsupported` and not asked again while it stays in
-  // the fabric (one log line per read that finds new ones); one that answered before and misses a
-  // read keeps its last state (counted).
+  // cap): a switch that answers its table but never answered AdaptiveRoutingInfo is `unsupported`
+  // and not asked again while it stays in the fabric (one log line per read that finds new ones);
+  // one that answered before and misses a read keeps its last state (counted); one that answers
+  // neither stays unknown and is asked again.
   void refresh(std::shared_ptr<const Topology> topo, const std::string& ca, int port, const mad::QueryOptions& q);
   std::shared_ptr<const ForwardingTables> tables() const;
   void emit(exporter::MetricSink& out) const;
