@@ -39,6 +39,10 @@ void write_probe_routes(const Topology& topo, const ForwardingTables& t, const m
     out.gauge_u64("rdma_pma_route_hops",
                   "Cables the route of this probe link crosses (from the switches' forwarding tables).",
                   {{"device", l.device}, {"port", port}, {"dst_lid", dst}}, cables.size());
+    out.gauge_u64("rdma_pma_route_adaptive_hops",
+                  "Switches on the route of this probe link that route adaptively and could send it out another "
+                  "port (0: the forwarding tables' route is the path; more: it is the static fallback).",
+                  {{"device", l.device}, {"port", port}, {"dst_lid", dst}}, r.adaptive_hops());
     if (route_links)
       for (std::size_t i = 0; i < cables.size(); ++i)
         out.info("rdma_pma_route_link",
@@ -56,12 +60,22 @@ void write_probe_routes(const Topology& topo, const ForwardingTables& t, const m
                   "Probe links whose route is unknown, by why (unknown_source: the local LID is not in this fabric, "
                   "no_table, no_entry, dead_end, loop, unknown_lid).",
                   {{"error", error}}, n);
-  write_suspect_links(ib_suspects(topo, t, pairs).suspects,
+  const IbSuspects suspects = ib_suspects(topo, t, pairs);
+  write_suspect_links(suspects.suspects,
                       {"rdma_pma_suspect_link",
                        "An InfiniBand cable that the prober's lossy flows cross and no clean flow of the rail does "
                        "(routes from the forwarding tables): the lossy flows it explains.",
-                       "rdma_pma_suspect_link_clean_flows", "Clean flows of the rail that cross this suspect cable (0: strict)."},
+                       "rdma_pma_suspect_link_clean_flows",
+                       "Clean flows of the rail that cross this suspect cable (0 with "
+                       "rdma_pma_suspect_link_adaptive_routing 0: strict)."},
                       out);
+  for (std::size_t i = 0; i < suspects.suspects.size(); ++i) {
+    const model::SuspectLink& s = suspects.suspects[i];
+    out.gauge_u64("rdma_pma_suspect_link_adaptive_routing",
+                  "1 when a route of the rail crosses a switch that routes adaptively: the suspect was derived from "
+                  "the static fallback routes and is a lead, never strict; 0: static routes.",
+                  {{"rail", s.group}, {"from", s.link.from}, {"to", s.link.to}}, suspects.adaptive[i] ? 1 : 0);
+  }
 }
 
 }  // namespace rdma::collectors::pma

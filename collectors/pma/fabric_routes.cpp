@@ -26,6 +26,22 @@ std::string_view route_error_name(RouteError e) {
   return "unknown";
 }
 
+std::string_view ar_state_name(ArState s) {
+  switch (s) {
+    case ArState::kUnknown: return "unknown";
+    case ArState::kUnsupported: return "unsupported";
+    case ArState::kDisabled: return "disabled";
+    case ArState::kEnabled: return "enabled";
+  }
+  return "unknown";
+}
+
+std::size_t Route::adaptive_hops() const {
+  std::size_t n = 0;
+  for (const RouteHop& h : hops) n += h.adaptive;
+  return n;
+}
+
 namespace {
 const FabricPort* port_of(const FabricNode& n, std::uint8_t number) {
   for (const FabricPort& p : n.ports)
@@ -110,6 +126,9 @@ Route compute_route(const Topology& topo, const ForwardingTables& t, std::uint64
       return fail(std::move(r), RouteError::kDeadEnd, n->name + " forwards LID " + std::to_string(dst_lid) +
                                                           " to port " + std::to_string(port) + ", which has no cable");
     in_port = static_cast<std::uint8_t>(std::atoi(cable->remote_port.c_str()));
+    // With AR on, the switch may pick another port of the LID's group; the destination CA's own
+    // cable is the one way to that port.
+    here.adaptive = t.ar_state(n->guid) == ArState::kEnabled && !(next->type != "switch" && owns_lid(*next, in_port, dst_lid));
     n = next;
     r.hops.push_back({n->guid, n->name, in_port, 0});
   }
@@ -147,20 +166,50 @@ void ForwardingTableCache::refresh(std::shared_ptr<const Topology> topo_ref, con
   }
   const int timeout_ms = static_cast<int>(std::max<std::int64_t>(1, q.timeout.count()));
   mad_rpc_set_timeout(src, timeout_ms);
-  mad_rpc_set_retries(src, static_cast<int>(q.retries));
+  // libibmad's "retries" is the number of attempts (0 picks its default of 3).
+  const int attempts = static_cast<int>(q.retries) + 1;
+  mad_rpc_set_retries(src, attempts);
   auto t = std::make_shared<ForwardingTables>();
   t->topology = topo_ref;
-  std::size_t smps = 0, switches = 0, failed = 0;
+  std::size_t smps = 0, switches = 0, failed = 0, ar_smps = 0, ar_misses = 0;
+  std::vector<std::string> ar_new_unsupported;
+  std::string ar_first_why;
   bool capped = false;
   for (const FabricNode& n : topo.nodes) {
     if (n.type != "switch" || !n.switch_info || n.lid == 0) continue;
     const std::size_t blocks = mad::lft_blocks(*n.switch_info);
-    if (smps + blocks > o_.max_smps) {
+    const bool ask_ar = !ar_unsupported_.count(n.guid);
+    if (smps + blocks + (ask_ar ? 1u : 0u) > o_.max_smps) {
       capped = true;
       break;
     }
     ib_portid_t id{};
     ib_portid_set(&id, n.lid, 0, 0);
+    std::string ar_silent;  // why the switch, never heard on AdaptiveRoutingInfo, did not answer it
+    if (ask_ar) {
+      // One attempt: a switch that drops vendor SMPs costs one timeout, once.
+      std::uint8_t buf[IB_SMP_DATA_SIZE] = {};
+      int status = 0;
+      ++smps;
+      ++ar_smps;
+      mad_rpc_set_retries(src, 1);
+      const bool answered = smp_query_status_via(buf, &id, mad::kSmpAttrAdaptiveRoutingInfo, 0,
+                                                 static_cast<unsigned>(timeout_ms), &status, src) != nullptr;
+      mad_rpc_set_retries(src, attempts);
+      const auto ar = answered ? mad::decode_adaptive_routing_info(std::span<const std::uint8_t>(buf, sizeof buf))
+                               : std::nullopt;
+      if (ar) {
+        ar_answered_[n.guid] = ar->enabled ? ArState::kEnabled : ArState::kDisabled;
+        t->ar[n.guid] = ar_answered_[n.guid];
+      } else if (auto before = ar_answered_.find(n.guid); before != ar_answered_.end()) {
+        ++ar_misses;  // it answered before: a lost SMP, not a switch without AR
+        t->ar[n.guid] = before->second;
+      } else {
+        ar_silent = status ? "MAD status " + mad::status_text(static_cast<std::uint16_t>(status)) : "no reply";
+      }
+    } else {
+      t->ar[n.guid] = ArState::kUnsupported;
+    }
     std::vector<std::uint8_t> lft;
     lft.reserve(blocks * mad::kLftBlockEntries);
     bool ok = true;
@@ -171,6 +220,15 @@ void ForwardingTableCache::refresh(std::shared_ptr<const Topology> topo_ref, con
       const auto block = ok ? mad::decode_lft_block(std::span<const std::uint8_t>(buf, sizeof buf)) : std::nullopt;
       if (block) lft.insert(lft.end(), block->begin(), block->end());
       ok = ok && block;
+    }
+    // A switch that answers its table but not AdaptiveRoutingInfo has none (or drops vendor SMPs,
+    // as ibsim does): unsupported, not asked again. One that answers neither is unreachable, not
+    // known to lack AR: asked again at the next read, never cached as static.
+    if (!ar_silent.empty() && ok) {
+      ar_unsupported_.insert(n.guid);
+      t->ar[n.guid] = ArState::kUnsupported;
+      if (ar_new_unsupported.empty()) ar_first_why = ar_silent;
+      ar_new_unsupported.push_back(n.name + " (" + n.guid_label + ")");
     }
     if (!ok) {
       ++failed;
@@ -183,11 +241,20 @@ void ForwardingTableCache::refresh(std::shared_ptr<const Topology> topo_ref, con
   mad_rpc_close_port(src);
   if (capped)
     spdlog::warn("pma fabric: forwarding tables: the SMP cap ({}) stops the read after {} switches", o_.max_smps, switches);
+  if (!ar_new_unsupported.empty())
+    spdlog::info("pma fabric: {} switch(es) answer no AdaptiveRoutingInfo (vendor SMP 0xFF20; first {}: {}): taken as "
+                 "static routing and not asked again while in the fabric",
+                 ar_new_unsupported.size(), ar_new_unsupported.front(), ar_first_why);
+  // A switch that left the fabric is asked again if it comes back (new firmware, another model).
+  std::erase_if(ar_unsupported_, [&](std::uint64_t g) { return !topo.find(g); });
+  std::erase_if(ar_answered_, [&](const auto& e) { return !topo.find(e.first); });
   std::lock_guard lock(mu_);
   tables_ = std::move(t);
   ++refreshes_;
   smps_ += smps;
   failures_ += failed;
+  ar_smps_ += ar_smps;
+  ar_misses_ += ar_misses;
   last_smps_ = smps;
   last_switches_ = switches;
   last_failed_ = failed;
@@ -210,6 +277,25 @@ void ForwardingTableCache::emit(exporter::MetricSink& out) const {
               {}, failures_);
   out.gauge_u64("rdma_pma_fabric_lft_switches", "Switches whose forwarding table the last read holds.", {}, last_switches_);
   out.gauge("rdma_pma_fabric_lft_read_duration_seconds", "Duration of the last forwarding table read.", {}, last_seconds_);
+  out.counter("rdma_pma_fabric_adaptive_routing_smps_total",
+              "AdaptiveRoutingInfo SMPs sent (one per switch and table read; none to a switch that never answered).", {},
+              ar_smps_);
+  out.counter("rdma_pma_fabric_adaptive_routing_misses_total",
+              "AdaptiveRoutingInfo reads unanswered by a switch that answered before (its last state is kept).", {},
+              ar_misses_);
+  if (!tables_ || !tables_->topology) return;
+  for (const FabricNode& n : tables_->topology->nodes) {
+    if (n.type != "switch") continue;
+    const ArState state = tables_->ar_state(n.guid);
+    if (state == ArState::kUnknown) continue;  // not read (the SMP cap)
+    for (ArState s : {ArState::kEnabled, ArState::kDisabled, ArState::kUnsupported})
+      out.gauge_u64("rdma_pma_fabric_switch_adaptive_routing",
+                    "1 for the switch's adaptive routing state (AdaptiveRoutingInfo): enabled (its forwarding table is "
+                    "only the static fallback: routes through it are not the paths), disabled, unsupported (no answer: "
+                    "taken as static).",
+                    {{"node_guid", n.guid_label}, {"node_name", n.name}, {"state", std::string(ar_state_name(s))}},
+                    state == s ? 1 : 0);
+  }
 }
 
 std::string routes_json(const Topology& topo, const ForwardingTables& t, std::uint64_t src_guid, int src_port,
@@ -250,13 +336,16 @@ std::string routes_json(const Topology& topo, const ForwardingTables& t, std::ui
       exporter::append_json_string(out, route_error_name(r.error));
       out += ",\"detail\":";
       exporter::append_json_string(out, r.detail);
-      out += ",\"hops\":[";
+      out += std::string(",\"adaptive_routing\":") + (r.adaptive_hops() ? "true" : "false") + ",\"hops\":[";
       for (std::size_t i = 0; i < r.hops.size(); ++i) {
         const RouteHop& h = r.hops[i];
         out += i ? "," : "";
         out += "{\"guid\":\"" + mad::guid_label(h.guid) + "\",\"name\":";
         exporter::append_json_string(out, h.name);
-        out += ",\"in_port\":" + std::to_string(h.in_port) + ",\"out_port\":" + std::to_string(h.out_port) + "}";
+        out += ",\"in_port\":" + std::to_string(h.in_port) + ",\"out_port\":" + std::to_string(h.out_port);
+        if (const FabricNode* hn = topo.find(h.guid); hn && hn->type == "switch")
+          out += std::string(",\"ar_state\":\"") + std::string(ar_state_name(t.ar_state(h.guid))) + "\"";
+        out += std::string(",\"adaptive\":") + (h.adaptive ? "true" : "false") + "}";
       }
       out += "]}";
     }

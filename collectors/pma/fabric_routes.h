@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,11 +32,25 @@ namespace rdma::collectors::pma {
 
 struct Topology;
 
+// Adaptive routing on a switch, from its AdaptiveRoutingInfo (mad::decode_adaptive_routing_info):
+// enabled: the switch forwards the LIDs of its AR groups by load and its linear table is only the
+// static fallback, so a route walked through it is one path the packets may take, not the one they
+// took; disabled: the table is the path; unsupported: the switch answered no AdaptiveRoutingInfo
+// (another vendor, older firmware, or ibsim, which drops vendor SMPs), taken as static; unknown:
+// not read (the SMP cap stopped the read before it).
+enum class ArState : std::uint8_t { kUnknown, kUnsupported, kDisabled, kEnabled };
+std::string_view ar_state_name(ArState s);  // "unknown", "unsupported", "disabled", "enabled"
+
 // The linear forwarding table of each switch, by node GUID: entry l is the output port for LID l
-// (mad::kLftNoPort where the SM routed nothing), up to LinearFDBTop.
+// (mad::kLftNoPort where the SM routed nothing), up to LinearFDBTop; and each switch's AR state.
 struct ForwardingTables {
   std::map<std::uint64_t, std::vector<std::uint8_t>> lft;
+  std::map<std::uint64_t, ArState> ar;       // by switch GUID; a switch not listed: kUnknown
   std::shared_ptr<const Topology> topology;  // what they were read against (routes walk this one)
+  ArState ar_state(std::uint64_t guid) const {
+    auto it = ar.find(guid);
+    return it == ar.end() ? ArState::kUnknown : it->second;
+  }
 };
 
 struct RouteHop {
@@ -43,6 +58,10 @@ struct RouteHop {
   std::string name;
   std::uint8_t in_port = 0;   // 0 on the source
   std::uint8_t out_port = 0;  // 0 on the destination
+  // A switch with adaptive routing enabled chose out_port: the packets may leave by another port
+  // of the destination's AR group. Never set where out_port is the destination CA's own cable (a
+  // CA port has one cable: there is nothing to choose between).
+  bool adaptive = false;
 };
 
 enum class RouteError : std::uint8_t {
@@ -61,6 +80,7 @@ struct Route {
   RouteError error = RouteError::kNone;
   std::string detail;          // the error in words (which switch, which entry)
   bool ok() const { return error == RouteError::kNone; }
+  std::size_t adaptive_hops() const;  // hops whose egress adaptive routing may change
 };
 
 // Switch hops at most: IBA subnets are far shallower (a 3-level fat tree crosses 5 switches); a walk
@@ -90,6 +110,11 @@ class ForwardingTableCache {
   // SMP at a time (q.timeout per attempt, q.retries), at most o.max_smps SMPs; the caller holds the
   // MAD port exclusively (as for a discovery). A switch whose read fails keeps no table (its
   // routes are kNoTable) and is counted.
+  // Before its table, each switch's AdaptiveRoutingInfo (one SMP, one attempt, within the same
+  // cap): a switch that answers its table but never answered AdaptiveRoutingInfo is `unsupported`
+  // and not asked again while it stays in the fabric (one log line per read that finds new ones);
+  // one that answered before and misses a read keeps its last state (counted); one that answers
+  // neither stays unknown and is asked again.
   void refresh(std::shared_ptr<const Topology> topo, const std::string& ca, int port, const mad::QueryOptions& q);
   std::shared_ptr<const ForwardingTables> tables() const;
   void emit(exporter::MetricSink& out) const;
@@ -99,14 +124,18 @@ class ForwardingTableCache {
   mutable std::mutex mu_;
   std::shared_ptr<const ForwardingTables> tables_;
   std::uint64_t refreshes_ = 0, smps_ = 0, failures_ = 0;
+  // AdaptiveRoutingInfo (the loop thread only, but for the counters, which emit reads under mu_):
+  std::map<std::uint64_t, ArState> ar_answered_;  // the last state of switches that answered
+  std::set<std::uint64_t> ar_unsupported_;        // switches that never answered: not asked again
+  std::uint64_t ar_smps_ = 0, ar_misses_ = 0;
   std::size_t last_smps_ = 0, last_switches_ = 0, last_failed_ = 0;
   double last_seconds_ = 0;
 };
 
 // /pma/routes?src=<node GUID>[&port=N][&dst=<LID>]: the routes from the source's cabled ports
 // (`port` only, when given) to `dst`, or to every CA port LID and switch LID of the topology, as
-// JSON: {"routes":[{"src_guid","src_port","dst_lid","error","detail","hops":[{"guid","name",
-// "in_port","out_port"}]}],"truncated":false}. One source per request bounds an answer to the
+// JSON: {"routes":[{"src_guid","src_port","dst_lid","error","detail","adaptive_routing","hops":[{"guid",
+// "name","in_port","out_port"[,"ar_state" on switches],"adaptive"}]}],"truncated":false}. One source per request bounds an answer to the
 // fabric's LIDs, and kMaxRoutesAnswer bounds its size: the routes that did not fit are left out
 // ("truncated":true; ask them with dst=).
 inline constexpr std::size_t kMaxRoutesAnswer = 4u << 20;

@@ -57,9 +57,11 @@ void SmMonitor::poll(const std::vector<SmPort>& ports, const std::string& ca, in
   const int timeout_ms = static_cast<int>(std::max<std::int64_t>(1, q.timeout.count()));
   mad_rpc_set_timeout(src, timeout_ms);
   // One attempt: the MAD port is held exclusively meanwhile (target scrapes wait), and an SM that
-  // misses one poll only drops out of one refresh's series.
+  // misses one poll only drops out of one refresh's series. libibmad's "retries" is the number of
+  // attempts, and 0 means its default of 3: an SM that stopped cost three timeouts (and three
+  // drops on ibsim) per refresh.
   (void)q.retries;
-  mad_rpc_set_retries(src, 0);
+  mad_rpc_set_retries(src, 1);
   std::map<std::uint64_t, Sm> now;
   for (std::size_t i = 0; i < ports.size() && i < kMaxSms; ++i) {
     ib_portid_t id{};

@@ -13,6 +13,7 @@ IbSuspects ib_suspects(const Topology& topo, const ForwardingTables& t, const st
   IbSuspects out;
   std::vector<model::TracedFlow> flows;
   std::set<model::HopLink> cables;
+  std::set<std::string> adaptive_groups;
   for (const PairLoss& p : pairs) {
     const std::string id = mad::guid_label(p.src_guid) + "/" + std::to_string(p.src_port) + "-" + std::to_string(p.dst_lid);
     const Route r = compute_route(topo, t, p.src_guid, p.src_port, p.dst_lid);
@@ -21,6 +22,7 @@ IbSuspects ib_suspects(const Topology& topo, const ForwardingTables& t, const st
       continue;
     }
     for (const RouteCable& c : route_cables(r)) cables.insert({c.from, c.to});
+    if (r.adaptive_hops()) adaptive_groups.insert(p.group);
     model::TracedFlow f;
     f.group = p.group;
     f.id = id;
@@ -29,7 +31,10 @@ IbSuspects ib_suspects(const Topology& topo, const ForwardingTables& t, const st
     flows.push_back(std::move(f));
   }
   for (model::SuspectLink& l : model::suspect_links(flows, s))
-    if (cables.count(l.link)) out.suspects.push_back(std::move(l));
+    if (cables.count(l.link)) {
+      out.adaptive.push_back(adaptive_groups.count(l.group) > 0);
+      out.suspects.push_back(std::move(l));
+    }
   return out;
 }
 
@@ -44,7 +49,8 @@ std::string suspects_json(const IbSuspects& s) {
     exporter::append_json_string(out, l.link.from);
     out += ",\"to\":";
     exporter::append_json_string(out, l.link.to);
-    out += ",\"lossy_flows\":" + std::to_string(l.lossy_flows) + ",\"clean_flows\":" + std::to_string(l.clean_flows) + "}";
+    out += ",\"lossy_flows\":" + std::to_string(l.lossy_flows) + ",\"clean_flows\":" + std::to_string(l.clean_flows) +
+           ",\"adaptive_routing\":" + (i < s.adaptive.size() && s.adaptive[i] ? "true" : "false") + "}";
   }
   out += "\n],\"unrouted\":[";
   for (std::size_t i = 0; i < s.unrouted.size(); ++i) {

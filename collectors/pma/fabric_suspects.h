@@ -28,6 +28,11 @@ struct PairLoss {
 };
 struct IbSuspects {
   std::vector<model::SuspectLink> suspects;  // cables only, as suspect_links orders them
+  // Beside each suspect: true when a route of its group crosses a switch that routes adaptively
+  // (RouteHop::adaptive). The intersection then ran over the tables' static fallback routes: a
+  // lossy flow may not have crossed the suspect, a clean one may have, so the suspect is a lead,
+  // never strict (even with clean_flows 0).
+  std::vector<bool> adaptive;
   std::vector<std::string> unrouted;         // pairs whose route is an error (not in the intersection)
 };
 IbSuspects ib_suspects(const Topology& topo, const ForwardingTables& t, const std::vector<PairLoss>& pairs,

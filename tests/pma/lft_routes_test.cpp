@@ -7,6 +7,7 @@
 #include <infiniband/mad.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -289,4 +290,173 @@ TEST_CASE("probe links: each one's route, the unrouted counted, the suspects fro
   CHECK(rdma::testing::count(quiet, "rdma_pma_route_link") == 0);
   CHECK(rdma::testing::count(quiet, "rdma_pma_suspect_link") == 0);
   CHECK(rdma::testing::count(quiet, "rdma_pma_route_hops") == 2);
+}
+
+namespace {
+// A field as NVIDIA's adb2c layouts give it: bits [lsb, lsb + width) of the big-endian dword at
+// byte `dword` * 4, counted from that dword's least significant bit ("0x0.24 - 0x0.31").
+void put_adb(std::uint8_t* buf, unsigned dword, unsigned lsb, unsigned width, std::uint32_t v) {
+  std::uint32_t w = (std::uint32_t{buf[dword * 4]} << 24) | (std::uint32_t{buf[dword * 4 + 1]} << 16) |
+                    (std::uint32_t{buf[dword * 4 + 2]} << 8) | buf[dword * 4 + 3];
+  const std::uint32_t mask = (width == 32 ? 0xffffffffu : ((1u << width) - 1u)) << lsb;
+  w = (w & ~mask) | ((v << lsb) & mask);
+  for (int i = 0; i < 4; ++i) buf[dword * 4 + i] = static_cast<std::uint8_t>(w >> (24 - 8 * i));
+}
+std::optional<AdaptiveRoutingInfo> ar_of(const std::uint8_t* buf, std::size_t n = IB_SMP_DATA_SIZE) {
+  return decode_adaptive_routing_info(std::span<const std::uint8_t>(buf, n));
+}
+}  // namespace
+
+// The layout of ibutils2's adaptive_routing_info (packets_layouts.h), each field at the dword and
+// bit its adb2c comment gives, encoded here independently of the decoder's bit offsets.
+TEST_CASE("AdaptiveRoutingInfo (vendor SMP 0xFF20) decodes the fields NVIDIA's diagnostics name", "[pma]") {
+  std::uint8_t buf[IB_SMP_DATA_SIZE] = {};
+  // As an NVIDIA SM leaves a switch with AR on: E, ARN/FRN supported, fallback routing supported
+  // and on, by SL on SL 0 and 1 only, RC left static, 2048 groups of which 17 in use.
+  put_adb(buf, 0, 0, 1, 1);       // E
+  put_adb(buf, 0, 1, 1, 1);       // IsARNSup
+  put_adb(buf, 0, 2, 1, 1);       // IsFRNSup
+  put_adb(buf, 0, 3, 1, 1);       // IsFRSup
+  put_adb(buf, 0, 4, 1, 1);       // FREnabled
+  put_adb(buf, 0, 8, 4, 3);       // SubGrpsActive
+  put_adb(buf, 0, 16, 8, 6);      // DirectionNumSup
+  put_adb(buf, 0, 26, 1, 1);      // GlbGroups
+  put_adb(buf, 0, 27, 1, 1);      // BySLCap
+  put_adb(buf, 0, 28, 1, 1);      // BySLEn
+  put_adb(buf, 1, 0, 12, 2048 - 1);  // GroupCap (12 bits: 4095 at most)
+  put_adb(buf, 1, 12, 12, 17);    // GroupTop
+  put_adb(buf, 1, 24, 4, 2);      // GroupTableCap
+  put_adb(buf, 2, 0, 4, 2);       // ARVersionCap
+  put_adb(buf, 2, 4, 4, 1);       // RNVersionCap
+  put_adb(buf, 2, 16, 16, 0x3);   // EnableBySLMask
+  put_adb(buf, 3, 0, 8, 0x2);     // ByTransportDisable: RC
+  put_adb(buf, 4, 0, 32, 30000000u);  // AgeingTimeValue
+  auto a = ar_of(buf);
+  REQUIRE(a);
+  CHECK(a->enabled);
+  CHECK((a->arn_supported && a->frn_supported && a->fr_supported && a->fr_enabled));
+  CHECK_FALSE(a->rn_xmit_enabled);
+  CHECK_FALSE(a->no_fallback);
+  CHECK(a->sub_grps_active == 3);
+  CHECK(a->direction_num_sup == 6);
+  CHECK((a->glb_groups && a->by_sl_cap && a->by_sl_en));
+  CHECK_FALSE(a->by_transport_cap);
+  CHECK(a->group_cap == 2047);
+  CHECK(a->group_top == 17);
+  CHECK(a->group_table_cap == 2);
+  CHECK(a->ar_version_cap == 2);
+  CHECK(a->rn_version_cap == 1);
+  CHECK(a->enable_by_sl_mask == 0x3);
+  CHECK(a->by_transport_disable == 0x2);
+  CHECK(a->ageing_time_us == 30000000u);
+  // The same switch with AR turned off: only E changes.
+  put_adb(buf, 0, 0, 1, 0);
+  a = ar_of(buf);
+  REQUIRE(a);
+  CHECK_FALSE(a->enabled);
+  CHECK(a->group_cap == 2047);
+  CHECK(a->fr_enabled);
+  // An all-zero answer (a switch without AR groups): disabled, GroupCap 0.
+  std::uint8_t zero[IB_SMP_DATA_SIZE] = {};
+  a = ar_of(zero);
+  REQUIRE(a);
+  CHECK_FALSE(a->enabled);
+  CHECK(a->group_cap == 0);
+  // Each one-bit flag of dword 0 alone sets its own field and no other.
+  struct Flag {
+    unsigned bit;
+    bool AdaptiveRoutingInfo::*field;
+  };
+  const std::vector<Flag> flags = {{0, &AdaptiveRoutingInfo::enabled},         {1, &AdaptiveRoutingInfo::arn_supported},
+                                   {2, &AdaptiveRoutingInfo::frn_supported},   {3, &AdaptiveRoutingInfo::fr_supported},
+                                   {4, &AdaptiveRoutingInfo::fr_enabled},      {5, &AdaptiveRoutingInfo::rn_xmit_enabled},
+                                   {24, &AdaptiveRoutingInfo::no_fallback},    {26, &AdaptiveRoutingInfo::glb_groups},
+                                   {27, &AdaptiveRoutingInfo::by_sl_cap},      {28, &AdaptiveRoutingInfo::by_sl_en},
+                                   {29, &AdaptiveRoutingInfo::by_transport_cap}};
+  for (const Flag& f : flags) {
+    std::uint8_t one[IB_SMP_DATA_SIZE] = {};
+    put_adb(one, 0, f.bit, 1, 1);
+    const auto d = ar_of(one);
+    REQUIRE(d);
+    for (const Flag& g : flags) CHECK((*d).*(g.field) == (&g == &f));
+  }
+  // 20 bytes carry the attribute; fewer are no answer.
+  CHECK(ar_of(buf, kAdaptiveRoutingInfoSize));
+  CHECK_FALSE(ar_of(buf, kAdaptiveRoutingInfoSize - 1));
+  CHECK(kSmpAttrAdaptiveRoutingInfo == 0xFF20);
+}
+
+TEST_CASE("a route through a switch with adaptive routing on is labelled, but not on the destination's own cable",
+          "[pma]") {
+  const Topology topo = topology();
+  ForwardingTables t = tables();
+  CHECK(ar_state_name(t.ar_state(10)) == "unknown");
+  for (ArState off : {ArState::kUnknown, ArState::kUnsupported, ArState::kDisabled}) {
+    t.ar[10] = t.ar[20] = off;
+    CHECK(compute_route(topo, t, 1, 1, 3).adaptive_hops() == 0);
+  }
+  t.ar[10] = ArState::kEnabled;
+  t.ar[20] = ArState::kDisabled;
+  Route r = compute_route(topo, t, 1, 1, 3);  // ca-a -> sw1 (AR: to sw2, a choice) -> sw2 -> ca-c
+  REQUIRE(r.ok());
+  CHECK(r.adaptive_hops() == 1);
+  CHECK(r.hops[1].adaptive);
+  CHECK_FALSE(r.hops[2].adaptive);
+  r = compute_route(topo, t, 1, 1, 2);  // ca-a -> sw1 -> ca-b: sw1 hands it to the destination's own cable
+  REQUIRE(r.ok());
+  CHECK(r.adaptive_hops() == 0);
+  r = compute_route(topo, t, 1, 1, 20);  // to a switch: the cable to it may be one of several parallel ones
+  REQUIRE(r.ok());
+  CHECK(r.adaptive_hops() == 1);
+  t.ar[10] = ArState::kDisabled;
+  t.ar[20] = ArState::kEnabled;  // the last switch before ca-c: one way to it
+  CHECK(compute_route(topo, t, 1, 1, 3).adaptive_hops() == 0);
+  CHECK(compute_route(topo, t, 3, 1, 1).adaptive_hops() == 1);  // the other way sw2 chooses towards sw1
+  t.ar[10] = ArState::kEnabled;
+  const std::string json = routes_json(topo, t, 1, 1, 3);
+  CHECK(json.find("\"dst_lid\":3,\"error\":\"\",\"detail\":\"\",\"adaptive_routing\":true,\"hops\"") != std::string::npos);
+  CHECK(json.find("\"name\":\"sw1\",\"in_port\":1,\"out_port\":2,\"ar_state\":\"enabled\",\"adaptive\":true") != std::string::npos);
+  CHECK(json.find("\"name\":\"sw2\",\"in_port\":1,\"out_port\":2,\"ar_state\":\"enabled\",\"adaptive\":false") != std::string::npos);
+  CHECK(json.find("\"name\":\"ca-c\",\"in_port\":1,\"out_port\":0,\"adaptive\":false") != std::string::npos);
+}
+
+TEST_CASE("suspects from routes that cross adaptive routing are leads, never strict", "[pma]") {
+  using rdma::testing::u64;
+  const Topology topo = topology();
+  ForwardingTables t = tables();
+  // The first IB feed case, with sw1 routing adaptively: the same cable, flagged.
+  const std::vector<PairLoss> pairs = {{1, 1, 3, true, "rail0"}, {2, 1, 3, true, "rail0"}, {1, 1, 2, false, "rail0"},
+                                       {20, 1, 3, false, "rail0"}, {3, 1, 2, true, "rail1"}, {3, 1, 1, false, "rail1"}};
+  IbSuspects s = ib_suspects(topo, t, pairs);
+  REQUIRE(s.suspects.size() == s.adaptive.size());
+  for (bool a : s.adaptive) CHECK_FALSE(a);  // static routes: strict where clean_flows is 0
+  t.ar[10] = ArState::kEnabled;
+  s = ib_suspects(topo, t, pairs);
+  REQUIRE(s.suspects.size() == s.adaptive.size());
+  REQUIRE_FALSE(s.suspects.empty());
+  for (std::size_t i = 0; i < s.suspects.size(); ++i) {
+    // rail0's routes cross sw1 towards sw2 (a choice); rail1's (from ca-c) reach sw1 from sw2 and
+    // leave it on the destination's own cable: static.
+    CHECK(s.adaptive[i] == (s.suspects[i].group == "rail0"));
+  }
+  const auto r0 = std::find_if(s.suspects.begin(), s.suspects.end(), [](const auto& l) { return l.group == "rail0"; });
+  REQUIRE(r0 != s.suspects.end());
+  CHECK(r0->link.from == "sw1/2");
+  CHECK(r0->clean_flows == 0);  // clean_flows 0, and still not strict
+  CHECK(suspects_json(s).find("\"from\":\"sw1/2\",\"to\":\"sw2/1\",\"lossy_flows\":2,\"clean_flows\":0,\"adaptive_routing\":true") !=
+        std::string::npos);
+
+  // The prober's links: the route series and the suspects' companion say the same.
+  rdma::model::IbProbeLinksView v;
+  v.links = {{"mlx5_0", 1, 1, 2, "r0", 2, 0}, {"mlx5_0", 1, 1, 3, "r0", 2, 2}};
+  rdma::exporter::MetricSink out;
+  write_probe_routes(topo, t, v, false, out);
+  CHECK(u64(out, "rdma_pma_route_adaptive_hops", {{"device", "mlx5_0"}, {"port", "1"}, {"dst_lid", "3"}}) == 1u);
+  CHECK(u64(out, "rdma_pma_route_adaptive_hops", {{"device", "mlx5_0"}, {"port", "1"}, {"dst_lid", "2"}}) == 0u);
+  CHECK(rdma::testing::count(out, "rdma_pma_suspect_link_adaptive_routing") == rdma::testing::count(out, "rdma_pma_suspect_link"));
+  CHECK(u64(out, "rdma_pma_suspect_link_adaptive_routing", {{"rail", "r0"}, {"from", "sw1/2"}, {"to", "sw2/1"}}) == 1u);
+  t.ar[10] = ArState::kUnsupported;
+  rdma::exporter::MetricSink still;
+  write_probe_routes(topo, t, v, false, still);
+  CHECK(u64(still, "rdma_pma_suspect_link_adaptive_routing", {{"rail", "r0"}, {"from", "sw1/2"}, {"to", "sw2/1"}}) == 0u);
 }

@@ -12,7 +12,12 @@ PortExtendedSpeedsCounters in the per-target mode (target_fec): a port with exte
 0x1F on its node's /pma?target= read; ibsim drops it, which is state (no series, one log line, no
 error) and is not asked again, nor retried, on the next reads of the node.
 
-usage: test_fabric_links.py --exporter PATH links|sm|target_fec
+sm_arrangements: SM health against `sminfo` (the reference) with the SM on the exporter's own node,
+on another node, after `opensm --once` left its mark (no SM: no master, the silent LID counted),
+and after each SM stops (see case_sm_arrangements for why the snapshot there reads no
+PortExtendedSpeedsCounters).
+
+usage: test_fabric_links.py --exporter PATH links|sm|sm_arrangements|target_fec
 Exit 0 = pass, else fail (also when the simulator cannot be installed or started).
 """
 import os
@@ -356,6 +361,105 @@ def case_sm(sim, exe):
     eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
 
 
+def sminfo(sim):
+    """What `sminfo` on the exporter's node says (SubnGet(SMInfo), LID-routed to the SM LID its port
+    reports, as fabric_sm.cpp asks): {"lid", "guid", "priority", "state"} or None when no SM answers."""
+    r = sim.run(["sminfo"])
+    m = re.search(r"sm lid (\d+) sm guid (0x[0-9a-f]+), activity count \d+ priority (\d+) state (\d+)", r.stdout)
+    if r.returncode != 0 or not m:
+        return None
+    return {"lid": int(m.group(1)), "guid": int(m.group(2), 16), "priority": int(m.group(3)), "state": int(m.group(4))}
+
+
+def exporter_master(m):
+    """The exporter's one master SM as {"lid", "guid", "node_name"}, or None (no master, or several)."""
+    info = {dict(l)["sm_guid"]: dict(l) for n, l in m if n == "rdma_pma_fabric_sm_info"}
+    masters = [g for (n, l), v in m.items() if n == "rdma_pma_fabric_sm_state" and v == 1 and dict(l)["state"] == "master"
+               for g in [dict(l)["sm_guid"]]]
+    if len(masters) != 1 or masters[0] not in info:
+        return None
+    i = info[masters[0]]
+    return {"lid": int(i["lid"]), "guid": int(masters[0], 16), "node_name": i["node_name"]}
+
+
+def agree_on_master(sim, e, node, what):
+    """Waits until sminfo and the exporter both name the SM on `node` as the one master, and checks
+    that they name the same SM (GUID and LID) and that the exporter counts one master."""
+    m = scrape_when(e, lambda m: get(m, "rdma_pma_fabric_sm_masters") == 1 and
+                    (exporter_master(m) or {}).get("node_name") == node, "%s: one master on %s" % (what, node))
+    mine = exporter_master(m)
+    ref = wait_for(lambda: (lambda r: r if r and r["guid"] == mine["guid"] else None)(sminfo(sim)), SM_DEADLINE,
+                   step=0.3, what="%s: sminfo naming the exporter's master" % what)
+    eq((mine["guid"], mine["lid"]), (ref["guid"], ref["lid"]), "%s: the exporter's master is sminfo's (GUID, LID)" % what)
+    eq(ref["state"], 3, "%s: sminfo says SMINFO_MASTER" % what)
+    return m
+
+
+def no_master(sim, e, what):
+    """Waits until the exporter counts no master; sminfo must then get no answer either, and every
+    SMInfo of a further refresh is counted as failed (one attempt per polled port)."""
+    m = scrape_when(e, lambda m: get(m, "rdma_pma_fabric_sm_masters") == 0, "%s: no master" % what)
+    eq(sminfo(sim), None, "%s: sminfo gets no answer either" % what)
+    check(not any(n == "rdma_pma_fabric_sm_info" for n, _ in m), "%s: no rdma_pma_fabric_sm_info" % what)
+    mads, fails, refreshes = (get(m, x) for x in ("rdma_pma_fabric_sm_mads_total", "rdma_pma_fabric_sm_query_failures_total",
+                                                  "rdma_pma_fabric_refreshes_total"))
+    m2 = scrape_when(e, lambda m: get(m, "rdma_pma_fabric_refreshes_total") >= refreshes + 3, "%s: 3 more refreshes" % what)
+    d_mads = get(m2, "rdma_pma_fabric_sm_mads_total") - mads
+    eq(get(m2, "rdma_pma_fabric_sm_query_failures_total") - fails, d_mads, "%s: every SMInfo since failed" % what)
+    d_refreshes = get(m2, "rdma_pma_fabric_refreshes_total") - refreshes
+    check(d_refreshes <= d_mads <= 2 * d_refreshes,
+          "%s: one SMInfo per polled port and refresh, one attempt each (%d SMPs in %d refreshes)" % (what, d_mads, d_refreshes))
+    eq(get(m2, "rdma_pma_fabric_sm_masters"), 0, "%s: still no master" % what)
+    return m2
+
+
+def case_sm_arrangements(sim, exe):
+    """SM health against sminfo with the SM on the exporter's own node, on another node, after an
+    `opensm --once` left its mark (the Sim's own sweep: no SM runs, the ports still name its LID as
+    master), and after each SM stops.
+
+    Snapshot mode on, PortExtendedSpeedsCounters off: ibsim hands a MAD it does not simulate (PMA
+    0x1F) that arrives at a port to the SM client attached to that node ("zero qp - only issm
+    clients may get requests", ibsim.c find_client), and opensm, which registered no PerfMgt agent,
+    dies in the umad2sim shim (SIGSEGV): then neither sminfo nor the exporter finds a master. That
+    is what made SM health look wrong with an SM on the exporter's node (any node the snapshot reads
+    does the same; `perfquery --extended_speeds <SM LID> 1` alone kills it too). On hardware the
+    HCA's PMA answers PMA MADs and the SM never sees them."""
+    e = Exporter(sim, exe, "--collector.pma.fabric", "--collector.pma.fabric-period=300ms",
+                 "--collector.pma.fabric-discovery-period=1s", "--collector.pma.fabric-ext-speeds=false")
+    own = "gpu-a02 mlx5_0"  # the Sim's node: the exporter's, where `opensm --once` ran
+    # 1. The mark of `opensm --once`: no SM runs; ports still report its LID as MasterSMLID.
+    eq(sminfo(sim), None, "after opensm --once: sminfo gets no answer")
+    m = no_master(sim, e, "after opensm --once")
+    check(get(m, "rdma_pma_fabric_sm_query_failures_total") > 0, "the gone SM's LID is polled and its silence counted")
+    r = promtool_fires(get(m, "rdma_pma_fabric_sm_masters"))
+    eq(r.returncode, 0, "RdmaFabricNoMasterSm fires on it (promtool: %s)" % (r.stdout + r.stderr).strip()[-300:])
+    # 2. A persistent SM on the exporter's own node.
+    sm = start_sm(sim, own, 1)
+    agree_on_master(sim, e, own, "SM on the exporter's node")
+    f0 = get(e.metrics(), "rdma_pma_fabric_sm_query_failures_total")
+    r0 = get(e.metrics(), "rdma_pma_fabric_refreshes_total")
+    m = scrape_when(e, lambda m: get(m, "rdma_pma_fabric_refreshes_total") >= r0 + 5, "5 refreshes with the SM up")
+    eq(get(m, "rdma_pma_fabric_sm_masters"), 1, "SM on the exporter's node: still one master after 5 snapshot refreshes")
+    eq(get(m, "rdma_pma_fabric_sm_query_failures_total"), f0, "SM on the exporter's node: no SMInfo failed meanwhile")
+    eq(sm.poll(), None, "the SM on the exporter's node is alive")
+    agree_on_master(sim, e, own, "SM on the exporter's node, later")
+    # 3. It stops: no master, and sminfo agrees.
+    stop_process(sm)
+    no_master(sim, e, "SM on the exporter's node stopped")
+    # 4. A persistent SM on another node; then it stops too.
+    other = "gpu-b01 mlx5_0"
+    sm = start_sm(sim, other, 2)
+    agree_on_master(sim, e, other, "SM on another node")
+    eq(sm.poll(), None, "the SM on the other node is alive")
+    stop_process(sm)
+    no_master(sim, e, "SM on another node stopped")
+    eq(get(e.metrics(), "rdma_pma_fabric_sm_master_changes_total"), 1,
+       "one master change (own node's SM to the other's); stopping is none")
+    eq(sum(v for (n, l), v in e.metrics().items() if n == "rdma_exporter_collector_errors_total"), 0, "no collector errors")
+    eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
+
+
 def target_mads(body):
     return get(parse_metrics(body), "rdma_pma_fabric_target_mads")
 
@@ -401,7 +505,8 @@ def main():
     except SetupError as s:
         print("FAIL - test bed:", s)
         return 1
-    return run_sim_case(sim, case, {"links": case_links, "sm": case_sm, "target_fec": case_target_fec}, FAILS, exe)
+    return run_sim_case(sim, case, {"links": case_links, "sm": case_sm, "sm_arrangements": case_sm_arrangements,
+                                    "target_fec": case_target_fec}, FAILS, exe)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,10 @@ spine-leaf cable is unlinked and opensm sweeps (opensm re-routes around it: the 
 the exporter's follow). Then the intersection (/pma/routes/suspects, rdma::model::suspect_links fed
 with these real routes and a loss verdict per pair given in the request, as a prober's would be):
 pairs chosen so that exactly one cable is on all the lossy routes and on no clean one are named
-with that cable, both ends.
+with that cable, both ends. Adaptive routing: ibsim drops the vendor SMP AdaptiveRoutingInfo, so
+every switch reads as `unsupported` after one SMP (cached over later table reads: no more SMPs, no
+error, one log line), no route or suspect is labelled adaptive, and the routes still equal
+ibtracert's.
 
 routes_access (hardening): who may ask. Without a web config every caller is anonymous: both paths
 answer 403 before reading the query; with basic auth (--web.config.file) an authenticated caller
@@ -135,12 +138,26 @@ def case_routes(sim, exe):
     smps = get(m, "rdma_pma_fabric_lft_smps_total") / lft_reads(e)
     print("LFT SMPs per read: %.1f, read took %.3f s" % (smps, get(m, "rdma_pma_fabric_lft_read_duration_seconds")))
     eq(get(m, "rdma_pma_fabric_lft_failures_total"), 0, "no failed table read")
+    # Adaptive routing: ibsim drops vendor SMPs, so AdaptiveRoutingInfo (0xFF20) gets no answer from
+    # any switch: each reads as unsupported after one SMP, and the routes are taken as static.
+    switches = ["rt-spine-1", "rt-spine-2", "rt-leaf-1", "rt-leaf-2", "rt-leaf-3"]
+    for sw in switches:
+        eq([get(m, "rdma_pma_fabric_switch_adaptive_routing", node_name=sw, state=st) for st in ("enabled", "disabled", "unsupported")],
+           [0, 0, 1], "%s: adaptive routing unsupported (vendor SMP dropped)" % sw)
+    eq(get(m, "rdma_pma_fabric_adaptive_routing_smps_total"), len(switches), "one AdaptiveRoutingInfo SMP per switch")
     # No prober in this process: no probe link to route, and no per-link series.
     eq(get(m, "rdma_pma_route_probe_links"), 0, "no probe links published")
     check(not any(n_ == "rdma_pma_route_hops" for (n_, _l) in m), "no rdma_pma_route_hops without probe links")
     before = compare_all(sim, e, lids, g, "after the first sweep")
     spines = {r[2][0] for r in before.values() if len(r) == 5}
     eq(len(spines), 2, "inter-leaf routes use both spines")
+    status, body = http_get(e.port, "/pma/routes?src=%s" % g[HOSTS[0]])
+    eq(status, 200, "/pma/routes from one host to every LID")
+    rs = json.loads(body)["routes"]
+    eq([r["dst_lid"] for r in rs if r["adaptive_routing"] or any(h.get("adaptive") for h in r["hops"])], [],
+       "no route is labelled adaptive where no switch routes adaptively")
+    eq(sorted({h["ar_state"] for r in rs for h in r["hops"] if "ar_state" in h}), ["unsupported"],
+       "every switch hop says its AR state: unsupported")
     # bad requests are answered, not crashed on
     eq(http_get(e.port, "/pma/routes")[0], 400, "no src: 400")
     eq(http_get(e.port, "/pma/routes?src=zz")[0], 400, "bad src: 400")
@@ -171,7 +188,17 @@ def case_routes(sim, exe):
     sus = json.loads(body)["suspects"] if status == 200 else []
     eq([(s["from"], s["to"], s["lossy_flows"], s["clean_flows"]) for s in sus],
        [("rt-spine-2/3", "rt-leaf-3/4", len(lossy), 0)], "the one cable on every lossy route and no clean one, both ends")
-    eq(sum(v for (n_, l), v in e.metrics().items() if n_ == "rdma_exporter_collector_errors_total"), 0, "no collector errors")
+    eq([s["adaptive_routing"] for s in sus], [False], "the suspect is strict: no switch on the routes routes adaptively")
+    # The unsupported state is cached: no more AdaptiveRoutingInfo SMPs over the later table reads,
+    # no error, one log line.
+    m = e.metrics()
+    check(get(m, "rdma_pma_fabric_lft_reads_total") >= 3, "several table reads (%d)" % get(m, "rdma_pma_fabric_lft_reads_total"))
+    eq(get(m, "rdma_pma_fabric_adaptive_routing_smps_total"), len(switches),
+       "still one AdaptiveRoutingInfo SMP per switch after %d table reads" % get(m, "rdma_pma_fabric_lft_reads_total"))
+    eq(get(m, "rdma_pma_fabric_adaptive_routing_misses_total"), 0, "no AdaptiveRoutingInfo miss counted")
+    eq(get(m, "rdma_pma_fabric_lft_failures_total"), 0, "no failed table read")
+    eq(e.log().count("answer no AdaptiveRoutingInfo"), 1, "one log line for the switches without AdaptiveRoutingInfo")
+    eq(sum(v for (n_, l), v in m.items() if n_ == "rdma_exporter_collector_errors_total"), 0, "no collector errors")
     eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
 
 
