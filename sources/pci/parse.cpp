@@ -166,6 +166,8 @@ std::optional<AerCounters> parse_aer(std::string_view raw) {
     } else if (auto bit = unnamed_bit(name)) {
       c.name = "bit" + std::to_string(*bit);
       c.bit = *bit + (name.starts_with("dev_cor") ? 32 : 0);
+    } else if (name.find_first_of("[]") != std::string_view::npos) {
+      return std::nullopt;  // brackets only in "<array>_bit[<0-31>]"
     }
     if (c.bit >= 0) {
       if (bits_seen >> c.bit & 1u) return std::nullopt;

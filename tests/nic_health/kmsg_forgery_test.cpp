@@ -131,7 +131,7 @@ TEST_CASE("kernel log forgery, live on /dev/kmsg: an unprivileged crash and proc
     ::prctl(PR_SET_NAME, "NETDEV WATCHDOG", 0, 0, 0);
     bool wrote = false;
     if (const int w = ::open("/dev/kmsg", O_WRONLY | O_CLOEXEC); w >= 0) {
-      for (const auto& line : kForgedLines) wrote = ::write(w, line.data(), line.size()) > 0 || wrote;
+      for (const auto& line : kForgedLines) wrote = ::write(w, (line + "\n").data(), line.size() + 1) > 0 || wrote;
       ::close(w);
     }
     const int r = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
@@ -149,8 +149,9 @@ TEST_CASE("kernel log forgery, live on /dev/kmsg: an unprivileged crash and proc
   // records are LOG_USER whoever writes them.
   std::size_t written_here = 0;
   if (const int w = ::open("/dev/kmsg", O_WRONLY | O_CLOEXEC); w >= 0) {
-    for (const auto& line : kForgedLines) written_here += ::write(w, line.data(), line.size()) > 0;
-    [[maybe_unused]] auto n = ::write(w, marker.data(), marker.size());
+    // Each with its newline: printk keeps a record open for continuation (unseen by readers) until then.
+    for (const auto& line : kForgedLines) written_here += ::write(w, (line + "\n").data(), line.size() + 1) > 0;
+    [[maybe_unused]] auto n = ::write(w, (marker + "\n").data(), marker.size() + 1);
     ::close(w);
   }
 
