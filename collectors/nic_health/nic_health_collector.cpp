@@ -26,25 +26,13 @@
 #include "sources/devlink/devlink.h"
 #include "sources/ethtool/ethtool_ioctl.h"
 #include "sources/ethtool/module_eeprom.h"
+#include "sources/pci/parse.h"
 #include "sources/sysfs/reader.h"
 
 namespace rdma::collectors::nic_health {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// "0000:08:00.0" (domain:bus:device.function), the name of a PCI function in sysfs and devlink.
-// By hand, not std::regex: it runs for every device at every scrape.
-bool is_pci_address(const std::string& s) {
-  constexpr std::string_view kShape = "hhhh:hh:hh.f";
-  if (s.size() != kShape.size()) return false;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i], k = kShape[i];
-    const bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-    if (k == 'h' ? !hex : k == 'f' ? (c < '0' || c > '7') : c != k) return false;
-  }
-  return true;
-}
 
 struct Settings {
   bool module_eeprom = true;
@@ -81,7 +69,7 @@ class NicHealthCollector final : public exporter::Collector {
     std::set<std::string> seen_netdevs;
     for (const auto& dev : ctx.host.devices) {
       auto pci = sysfs::read_link_basename(dev.path + "/device");
-      const bool has_pci = pci && is_pci_address(pci.value);
+      const bool has_pci = pci && pci::is_bdf(pci.value);  // "0000:08:00.0", a PCI function
       if (has_pci) {
         pci_to_device.try_emplace(pci.value, dev.name);
         names.try_emplace(pci.value, dev.name);
@@ -245,16 +233,16 @@ class NicHealthCollector final : public exporter::Collector {
                               "): kernel-log fault counts need CAP_SYSLOG (kernel.dmesg_restrict)");
     if (!snap.open) return;
     out.counter("rdma_kmsg_records_total", "Kernel log records the reader has seen since it started.", {}, snap.records);
+    static constexpr const char* kFaultsHelp =
+        "Kernel driver lines (the kernel's own, with the driver's device prefix) matching a driver/firmware fault "
+        "pattern (fault), by the RDMA device of the line's PCI address (device, \"\" when none).";
     // Every row of the table with no device, so that a fault's first occurrence is an increase.
+    std::set<std::string_view> faults;  // a fault may have several rows (two watchdog formats)
     for (const auto& p : kKmsgPatterns)
-      if (!snap.counts.count({p.fault, ""}))
-        out.counter("rdma_kmsg_faults_total", "Kernel log lines matching a driver/firmware fault pattern (fault), by the "
-                    "RDMA device the line names (device, \"\" when none).", {{"fault", p.fault}, {"device", ""}}, 0);
+      if (faults.insert(p.fault).second && !snap.counts.count({p.fault, ""}))
+        out.counter("rdma_kmsg_faults_total", kFaultsHelp, {{"fault", p.fault}, {"device", ""}}, 0);
     for (const auto& [key, n] : snap.counts)
-      out.counter("rdma_kmsg_faults_total",
-                  "Kernel log lines matching a driver/firmware fault pattern (fault), by the RDMA device the line names "
-                  "(device, \"\" when none).",
-                  {{"fault", key.first}, {"device", key.second}}, n);
+      out.counter("rdma_kmsg_faults_total", kFaultsHelp, {{"fault", key.first}, {"device", key.second}}, n);
   }
 
   Settings s_;

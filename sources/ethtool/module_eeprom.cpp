@@ -487,25 +487,39 @@ Result<std::vector<std::uint8_t>> ModuleEepromReader::read(const std::string& if
   return decode_eeprom_reply(reply.value);
 }
 
-Result<ModuleMemory> ModuleEepromReader::read_module(const std::string& ifname, const ModuleMemory* cached) {
+bool is_identity_page(const PageRequest& r) {
+  return r.offset >= kModulePageLength && r.page == 0 && r.bank == 0 && r.i2c_address == kModuleI2cAddress;
+}
+
+Result<ModuleMemory> read_module_pages(const PageReader& read, const ModuleMemory* cached) {
   using R = Result<ModuleMemory>;
   ModuleMemory m;
-  auto lower = read(ifname, PageRequest{});
+  auto lower = read(PageRequest{});
   if (!lower) return R::failure(lower.error, lower.sys_errno);
   m.lower = std::move(lower.value);
-  const bool same_module = cached && !cached->lower.empty() && !m.lower.empty() && cached->lower[0] == m.lower[0];
+  // The same module while the identifier and (once read, it comes first in every plan) the
+  // identity page are the ones cached: the identifier alone is the same for every module of a type.
+  bool same_module = cached && !cached->lower.empty() && !m.lower.empty() && cached->lower[0] == m.lower[0];
   const ModuleSpec spec = m.lower.empty() ? ModuleSpec::kUnknown : spec_of_identifier(m.lower[0]);
   auto read_pages = [&](const std::vector<PageRequest>& plan) {
     for (const auto& req : plan) {
-      if (same_module && !is_dynamic_page(spec, req)) {
+      const bool identity = is_identity_page(req);
+      if (same_module && !identity && !is_dynamic_page(spec, req)) {
         if (auto it = cached->upper.find({req.bank, req.page}); it != cached->upper.end()) {
           m.upper.insert(*it);
           continue;
         }
       }
       // An optional page the module lacks is refused (EINVAL/EIO): its fields stay unset.
-      auto page = read(ifname, req);
-      if (!page) continue;
+      auto page = read(req);
+      if (!page) {
+        if (identity) same_module = false;
+        continue;
+      }
+      if (identity && same_module) {
+        const auto it = cached->upper.find({req.bank, req.page});
+        same_module = it != cached->upper.end() && it->second == page.value;
+      }
       if (req.i2c_address == kSff8472DiagnosticsI2cAddress)
         m.diagnostics = std::move(page.value);
       else
@@ -515,6 +529,10 @@ Result<ModuleMemory> ModuleEepromReader::read_module(const std::string& ifname, 
   read_pages(read_plan(m.lower));
   read_pages(bank_plan(m));  // CMIS: further banks' page 11h, as page 01h advertises them
   return R::success(std::move(m));
+}
+
+Result<ModuleMemory> ModuleEepromReader::read_module(const std::string& ifname, const ModuleMemory* cached) {
+  return read_module_pages([&](const PageRequest& r) { return read(ifname, r); }, cached);
 }
 
 }  // namespace rdma::ethtool

@@ -19,6 +19,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -116,6 +117,22 @@ Result<std::vector<std::uint8_t>> decode_eeprom_reply(std::span<const std::uint8
 
 std::vector<std::uint8_t> build_eeprom_get(std::uint16_t family_id, const std::string& ifname, const PageRequest& r);
 
+// Page 00h (upper, bank 0) of SFF-8636 and CMIS: the module's identity (vendor name, OUI, part
+// number, revision, serial number, date code; SFF-8636 rev 2.10a bytes 148-220, CMIS 5.0 bytes
+// 129-222) and nothing that changes while it is plugged. SFF-8472 has its identity in the lower
+// page (A0h bytes 20-83), which is read every time.
+bool is_identity_page(const PageRequest& r);
+
+// One page read, as ModuleEepromReader::read does it for a netdev.
+using PageReader = std::function<Result<std::vector<std::uint8_t>>(const PageRequest&)>;
+// The lower page, then the pages read_plan() and bank_plan() name; a failing upper page only drops
+// its fields. `cached`: an earlier read of the same cage, whose static pages (thresholds,
+// advertisements) are taken again when it held the same module: the same identifier and the
+// same identity page, read again each time (one 128-byte read), so that a module swapped for
+// another of the same type is read in full at the next scrape. The dynamic pages (the lower page,
+// CMIS 11h, SFF-8472 A2h) are read every time.
+Result<ModuleMemory> read_module_pages(const PageReader& read, const ModuleMemory* cached);
+
 // Reads module memory of netdevs by name over its own generic netlink socket ("ethtool" family
 // resolved once). A netdev without a module EEPROM (veth, a driver without get_module_eeprom*)
 // answers EOPNOTSUPP (kNotSupported); an empty cage typically EIO or ENODEV.
@@ -123,10 +140,7 @@ class ModuleEepromReader {
  public:
   explicit ModuleEepromReader(std::chrono::milliseconds receive_timeout);
   Result<std::vector<std::uint8_t>> read(const std::string& ifname, const PageRequest& r);
-  // The lower page, then the pages read_plan() names; a failing upper page only drops its fields.
-  // `cached`: an earlier read of the same netdev whose static pages (every upper page but CMIS
-  // 11h, which holds the lane monitors) are taken again while the identifier is the same, so
-  // that a scrape asks the module for its lower page (and CMIS pages 11h, SFF-8472 A2h) only.
+  // read_module_pages() over this netdev's pages.
   Result<ModuleMemory> read_module(const std::string& ifname, const ModuleMemory* cached = nullptr);
   std::uint64_t requests() const { return sock_.requests(); }
 

@@ -72,20 +72,85 @@ double lane_bytes_per_second(std::uint32_t tenths_gts) {
   return transfers * efficiency / 8.0;
 }
 
+// aer_correctable_error_string[] / aer_uncorrectable_error_string[] of drivers/pci/pcie/aer.c:
+// the long names as 4.19 added the aer_dev_* files (correctable bits 0-15, uncorrectable 0-25),
+// the short ones as the kernel prints them today (torvalds/linux master); uncorrectable bit 26
+// "PoisonTLPBlocked" (applied for 5.5) and bits 27-31 (PCIe r6.0's, added in 2025) came after the
+// names were shortened and have no long spelling.
+const std::vector<AerBitName> kAerBitNames = {
+    {true, 0, "RxErr", "Receiver Error"},
+    {true, 6, "BadTLP", "Bad TLP"},
+    {true, 7, "BadDLLP", "Bad DLLP"},
+    {true, 8, "Rollover", "RELAY_NUM Rollover"},
+    {true, 12, "Timeout", "Replay Timer Timeout"},
+    {true, 13, "NonFatalErr", "Advisory Non-Fatal"},
+    {true, 14, "CorrIntErr", "Corrected Internal Error"},
+    {true, 15, "HeaderOF", "Header Log Overflow"},
+    {false, 0, "Undefined", "Undefined"},
+    {false, 4, "DLP", "Data Link Protocol"},
+    {false, 5, "SDES", "Surprise Down Error"},
+    {false, 12, "TLP", "Poisoned TLP"},
+    {false, 13, "FCP", "Flow Control Protocol"},
+    {false, 14, "CmpltTO", "Completion Timeout"},
+    {false, 15, "CmpltAbrt", "Completer Abort"},
+    {false, 16, "UnxCmplt", "Unexpected Completion"},
+    {false, 17, "RxOF", "Receiver Overflow"},
+    {false, 18, "MalfTLP", "Malformed TLP"},
+    {false, 19, "ECRC", "ECRC"},
+    {false, 20, "UnsupReq", "Unsupported Request"},
+    {false, 21, "ACSViol", "ACS Violation"},
+    {false, 22, "UncorrIntErr", "Uncorrectable Internal Error"},
+    {false, 23, "BlockedTLP", "MC Blocked TLP"},
+    {false, 24, "AtomicOpBlocked", "AtomicOp Egress Blocked"},
+    {false, 25, "TLPBlockedErr", "TLP Prefix Blocked Error"},
+    {false, 26, "PoisonTLPBlocked", nullptr},
+    {false, 27, "DMWrReqBlocked", nullptr},
+    {false, 28, "IDECheck", nullptr},
+    {false, 29, "MisIDETLP", nullptr},
+    {false, 30, "PCRC_CHECK", nullptr},
+    {false, 31, "TLPXlatBlocked", nullptr},
+};
+
+const AerBitName* aer_bit_name(std::string_view printed) {
+  for (const auto& b : kAerBitNames)
+    if (printed == b.short_name || (b.long_name && printed == b.long_name)) return &b;
+  return nullptr;
+}
+
+namespace {
+
+// "dev_cor_errs_bit[9]", "dev_nonfatal_errs_bit[27]", "dev_fatal_errs_bit[31]": the bit's number.
+std::optional<int> unnamed_bit(std::string_view name) {
+  for (std::string_view prefix : {"dev_cor_errs_bit[", "dev_nonfatal_errs_bit[", "dev_fatal_errs_bit["}) {
+    if (!name.starts_with(prefix) || !name.ends_with(']')) continue;
+    auto n = digits(name.substr(prefix.size(), name.size() - prefix.size() - 1));
+    if (!n || *n > 31) return std::nullopt;
+    return static_cast<int>(*n);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<AerCounters> parse_aer(std::string_view raw) {
   AerCounters out;
   std::size_t lines = 0;
+  std::uint64_t bits_seen = 0;  // bit positions already counted: a bit twice is not the kernel's
   while (!raw.empty()) {
     auto nl = raw.find('\n');
     auto line = raw.substr(0, nl);
     raw = nl == std::string_view::npos ? std::string_view() : raw.substr(nl + 1);
     if (line.empty()) continue;
     if (++lines > kMaxAerTypes + 1) return std::nullopt;
-    auto sp = line.find(' ');
-    if (sp == std::string_view::npos || sp == 0 || sp > 32) return std::nullopt;
+    // "%s %llu": the long names have spaces, so the count is after the last one.
+    auto sp = line.rfind(' ');
+    if (sp == std::string_view::npos || sp == 0 || sp > kMaxAerNameLength) return std::nullopt;
     auto name = line.substr(0, sp);
+    if (name.front() == ' ' || name.back() == ' ') return std::nullopt;
     for (char c : name)
-      if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return std::nullopt;
+      if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == ' ' ||
+            c == '-' || c == '[' || c == ']'))
+        return std::nullopt;
     auto v = digits(line.substr(sp + 1));
     if (!v) return std::nullopt;
     if (name.starts_with("TOTAL_")) {
@@ -94,9 +159,24 @@ std::optional<AerCounters> parse_aer(std::string_view raw) {
       continue;
     }
     if (out.total) return std::nullopt;  // the kernel writes the total last
+    AerCounter c{std::string(name), *v, -1};
+    if (const auto* b = aer_bit_name(name)) {
+      c.name = b->short_name;
+      c.bit = b->bit + (b->correctable ? 32 : 0);
+    } else if (auto bit = unnamed_bit(name)) {
+      c.name = "bit" + std::to_string(*bit);
+      c.bit = *bit + (name.starts_with("dev_cor") ? 32 : 0);
+    } else if (name.find_first_of("[]") != std::string_view::npos) {
+      return std::nullopt;  // brackets only in "<array>_bit[<0-31>]"
+    }
+    if (c.bit >= 0) {
+      if (bits_seen >> c.bit & 1u) return std::nullopt;
+      bits_seen |= std::uint64_t{1} << c.bit;
+      c.bit %= 32;
+    }
     for (const auto& t : out.types)
-      if (t.name == name) return std::nullopt;
-    out.types.push_back({std::string(name), *v});
+      if (t.name == c.name) return std::nullopt;
+    out.types.push_back(std::move(c));
   }
   if (!out.total && out.types.empty()) return std::nullopt;
   return out;

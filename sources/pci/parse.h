@@ -29,18 +29,38 @@ std::optional<int> parse_numa_node(std::string_view raw);
 // from 8 GT/s (64 GT/s FLIT mode's overhead is not counted: 1:1).
 double lane_bytes_per_second(std::uint32_t tenths_gts);
 
-// aer_dev_correctable / aer_dev_nonfatal / aer_dev_fatal: one "%s %llu\n" line per error bit the
-// kernel names ("RxErr 0", "BadTLP 0", ... "UnsupReq 0"), then "TOTAL_ERR_COR %llu" /
-// "TOTAL_ERR_NONFATAL" / "TOTAL_ERR_FATAL" (errors reported, each of which may set several bits).
+// aer_dev_correctable / aer_dev_nonfatal / aer_dev_fatal (aer_stats_dev_attr() of
+// drivers/pci/pcie/aer.c, since 4.19): one "%s %llu\n" line per bit the kernel names, in bit
+// order, then "TOTAL_ERR_COR %llu" / "TOTAL_ERR_NONFATAL" / "TOTAL_ERR_FATAL" (errors reported,
+// each of which may set several bits); a bit the kernel has no name for is printed only when its
+// count is not 0, as "dev_cor_errs_bit[%d]" / "dev_nonfatal_errs_bit[%d]" / "dev_fatal_errs_bit[%d]".
+// The names are those of aer_correctable_error_string[] / aer_uncorrectable_error_string[], which
+// the kernel has printed in two spellings (kAerBitNames): the long ones the files came with in
+// 4.19 ("Receiver Error", "Bad TLP", "RELAY_NUM Rollover", ...; RHEL 8's 4.18 has them by
+// backport) and the short ones lspci uses ("RxErr", "BadTLP", "Rollover", ...), which replaced
+// them in 2019. Both are read and named by the short one, so that a series keeps its name across
+// a kernel upgrade; a name in neither table keeps its printed name.
 struct AerCounter {
-  std::string name;
+  std::string name;  // the short name of the bit; "bit<N>" for an unnamed bit; else the name as printed
   std::uint64_t count = 0;
+  int bit = -1;      // the bit of the AER status register, -1 for a name not in kAerBitNames
 };
 struct AerCounters {
   std::vector<AerCounter> types;  // in the file's order, TOTAL_* excluded
-  std::optional<std::uint64_t> total;
+  std::optional<std::uint64_t> total;  // unset where the file has no TOTAL_* line
 };
 inline constexpr std::size_t kMaxAerTypes = 64;  // the kernel has 32 bit positions per register
+inline constexpr std::size_t kMaxAerNameLength = 40;  // "Uncorrectable Internal Error" is 28
+// One named bit of a register: its short (current) and long (4.19) kernel name.
+struct AerBitName {
+  bool correctable;  // Correctable Error Status register; else Uncorrectable Error Status
+  int bit;
+  const char* short_name;
+  const char* long_name;  // nullptr: a bit named only after the names were shortened
+};
+extern const std::vector<AerBitName> kAerBitNames;
+// The bit a printed name stands for (short or long spelling), nullptr for an unknown name.
+const AerBitName* aer_bit_name(std::string_view printed);
 std::optional<AerCounters> parse_aer(std::string_view raw);
 // The TOTAL_* line alone (a bridge's reports), without keeping the per-type counters.
 std::optional<std::uint64_t> parse_aer_total(std::string_view raw);

@@ -183,8 +183,14 @@ Health read_health(sysfs::KeptDir& dir, bool aer_types, bool maxima, Issues& iss
     auto& slot = h.aer[static_cast<std::size_t>(sev)];
     if (aer_types) {
       slot = one(file, parse_aer);
-    } else if (auto total = one(file, parse_aer_total)) {
-      slot = AerCounters{{}, total};
+    } else {
+      // The total alone; a file without a TOTAL_* line is still a valid one with no total.
+      slot = one(file, [](std::string_view raw) -> std::optional<AerCounters> {
+        if (auto total = parse_aer_total(raw)) return AerCounters{{}, total};
+        auto all = parse_aer(raw);
+        if (all) all->types.clear();
+        return all;
+      });
     }
   }
   return h;

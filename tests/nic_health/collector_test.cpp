@@ -160,29 +160,63 @@ TEST_CASE("devlink samples: reporters, versions and a pending firmware update", 
 }
 
 TEST_CASE("kernel log: the fault table on mlx5 and core message formats, devices from the model only", "[unit]") {
+  // Records as /dev/kmsg gives the kernel's own lines: facility 0, dev_printk()'s prefix, and the
+  // SUBSYSTEM/DEVICE properties the kernel attaches to a device's lines.
   nh::KmsgReader reader("/nonexistent");
   reader.set_device_names({{"0000:08:00.0", "mlx5_0"}, {"mlx5_0", "mlx5_0"}, {"ens1f0np0", "mlx5_0"}});
   reader.consume(
       "3,1001,5001,-;mlx5_core 0000:08:00.0: cmd_work_handler:877:(pid 1234): cmd[13]: ACCESS_REG(0x805) No done completion\n"
+      " SUBSYSTEM=pci\n"
+      " DEVICE=+pci:0000:08:00.0\n"
       "3,1002,5002,-;mlx5_core 0000:08:00.0: wait_func:1127:(pid 1234): ACCESS_REG(0x805) timeout. Will cause a leak of a command resource\n"
       " SUBSYSTEM=pci\n"
       " DEVICE=+pci:0000:08:00.0\n"
       "4,1003,5003,-;mlx5_core 0000:09:00.0: poll_health:800:(pid 0): device's health compromised - reached miss count\n"
+      " SUBSYSTEM=pci\n"
+      " DEVICE=+pci:0000:09:00.0\n"
       "4,1004,5004,-;mlx5_core 0000:08:00.0: mlx5_pcie_event:301:(pid 77): Detected insufficient power on the PCIe slot (27W).\n"
+      " SUBSYSTEM=pci\n"
+      " DEVICE=+pci:0000:08:00.0\n"
       "4,1005,5005,-;mlx5_core 0000:08:00.0 ens1f0np0: Port module event[error]: module 0, Cable error, High Temperature\n"
-      "4,1006,5006,-;NETDEV WATCHDOG: ens1f0np0 (mlx5_core): transmit queue 3 timed out 5120 ms\n"
-      "6,1007,5007,-;mlx5_core 0000:08:00.0: E-Switch: cleanup\n"
+      " SUBSYSTEM=pci\n"
+      " DEVICE=+pci:0000:08:00.0\n"
+      // The TX watchdog since 6.7 (netdev_crit) and before it (WARN_ONCE, no device prefix).
+      "2,1006,5006,-;mlx5_core 0000:08:00.0 ens1f0np0: NETDEV WATCHDOG: CPU: 3: transmit queue 3 timed out 5120 ms\n"
+      " SUBSYSTEM=pci\n"
+      " DEVICE=+pci:0000:08:00.0\n"
+      "4,1007,5007,-;NETDEV WATCHDOG: ens1f0np0 (mlx5_core): transmit queue 3 timed out 5120 ms\n"
+      "6,1008,5008,-;mlx5_core 0000:08:00.0: E-Switch: cleanup\n"
+      " SUBSYSTEM=pci\n"
+      " DEVICE=+pci:0000:08:00.0\n"
+      "3,1009,5009,-;mlx5_core 0000:08:00.0 ens1f0np0 (unregistering): poll_health:800:(pid 0): health poll failed\n"
+      " SUBSYSTEM=pci\n"
+      " DEVICE=+pci:0000:08:00.0\n"
       "garbage without a header\n");
   const auto s = reader.snapshot();
-  CHECK(s.records == 7);
+  CHECK(s.records == 9);
   CHECK(s.counts.at({"cmd_timeout", "mlx5_0"}) == 1);  // only wait_func's line says timeout
   CHECK(s.counts.at({"health_poll_failed", ""}) == 1);  // 0000:09:00.0 is no RDMA device here
+  CHECK(s.counts.at({"health_poll_failed", "mlx5_0"}) == 1);
   CHECK(s.counts.at({"insufficient_power", "mlx5_0"}) == 1);
   CHECK(s.counts.at({"module_high_temperature", "mlx5_0"}) == 1);
-  CHECK(s.counts.at({"netdev_watchdog", "mlx5_0"}) == 1);
-  CHECK(s.counts.size() == 5);
+  CHECK(s.counts.at({"netdev_watchdog", "mlx5_0"}) == 2);
+  CHECK(s.counts.size() == 6);
   CHECK_FALSE(nh::kmsg_message(" DEVICE=+pci:0000:08:00.0"));
   CHECK(nh::kmsg_message("6,1,2,-;text\n") == "text");
+  const auto r = nh::kmsg_record("12,7,8,-,caller=T42;hello\n SUBSYSTEM=pci\n DEVICE=+pci:0000:08:00.0\n");
+  REQUIRE(r);
+  CHECK(r->facility == 1);
+  CHECK(r->level == 4);
+  CHECK(r->text == "hello");
+  CHECK(r->device == "+pci:0000:08:00.0");
+  const auto p = nh::driver_prefix("mlx5_core 0000:08:00.0 mlx5_0: text");
+  REQUIRE(p);
+  CHECK(p->driver == "mlx5_core");
+  CHECK(p->pci_address == "0000:08:00.0");
+  CHECK(p->name == "mlx5_0");
+  CHECK(p->rest == "text");
+  CHECK_FALSE(nh::driver_prefix("mlx5_core 0000:[4242]: segfault at 0"));
+  CHECK_FALSE(nh::driver_prefix("NETDEV WATCHDOG: eth0 (mlx5_core): transmit queue 3 timed out"));
 }
 
 TEST_CASE("kernel log reader thread: counts records written after it started, an unreadable log is state", "[fixtures]") {
@@ -195,7 +229,7 @@ TEST_CASE("kernel log reader thread: counts records written after it started, an
   host.sysfs_root = t.root();
   exporter::ErrorReporter errors("nic_health");
   {
-    std::ofstream(log, std::ios::app) << "4,2,2,-;NETDEV WATCHDOG: eth9 (veth): transmit queue 0 timed out\n";
+    std::ofstream(log, std::ios::app) << "4,2,2,-;NETDEV WATCHDOG: eth9 (virtio_net): transmit queue 0 timed out\n";
   }
   std::uint64_t n = 0;
   for (int i = 0; i < 200 && n == 0; ++i) {  // the reader polls every 200 ms

@@ -533,3 +533,86 @@ TEST_CASE("ethtool netlink module EEPROM: request attributes and reply data in t
   for (std::size_t n = 0; n < cut.size(); ++n)
     (void)ethtool::decode_eeprom_reply(netlink::Bytes(cut.data(), n));  // any prefix: an error, never a crash
 }
+
+namespace {
+
+// A cage whose module the test can swap: serves the plugged module's pages and counts the reads.
+struct Cage {
+  ModuleMemory plugged;
+  std::map<std::pair<std::uint8_t, std::uint8_t>, int> upper_reads;  // (bank, page) -> reads
+  ethtool::PageReader reader() {
+    return [this](const ethtool::PageRequest& r) -> Result<std::vector<std::uint8_t>> {
+      using R = Result<std::vector<std::uint8_t>>;
+      if (r.offset < ethtool::kModulePageLength) {
+        if (r.i2c_address == ethtool::kSff8472DiagnosticsI2cAddress) return R::success(plugged.diagnostics);
+        return R::success(plugged.lower);
+      }
+      ++upper_reads[{r.bank, r.page}];
+      auto it = plugged.upper.find({r.bank, r.page});
+      if (it == plugged.upper.end()) return R::failure(ReadError::kInvalid, EINVAL);
+      return R::success(it->second);
+    };
+  }
+};
+
+// The same module type from another vendor: name, serial and temperature thresholds changed
+// (identity page 00h at the spec's offsets, the threshold page's first bytes: temperature high
+// alarm, SFF-8636 page 03h and CMIS page 02h byte 128).
+ModuleMemory other_vendor(ModuleMemory m, std::size_t name_at, std::size_t serial_at, std::uint8_t threshold_page) {
+  auto& id = m.upper.at({0, 0});
+  const std::string name = "OTHERVENDOR     ", serial = "SWAPPED0000001  ";
+  std::copy(name.begin(), name.end(), id.begin() + static_cast<std::ptrdiff_t>(name_at));
+  std::copy(serial.begin(), serial.end(), id.begin() + static_cast<std::ptrdiff_t>(serial_at));
+  auto& th = m.upper.at({0, threshold_page});
+  th[0] = static_cast<std::uint8_t>(th[0] ^ 0x05);
+  return m;
+}
+
+void check_swap_seen(ModuleMemory a, ModuleMemory b, std::uint8_t threshold_page) {
+  const auto want_a = ethtool::decode_module(a), want_b = ethtool::decode_module(b);
+  REQUIRE(want_a.ok());
+  REQUIRE(want_b.ok());
+  REQUIRE(want_a.value.serial != want_b.value.serial);
+  REQUIRE(want_a.value.temperature_thresholds->high_alarm != want_b.value.temperature_thresholds->high_alarm);
+  Cage cage{std::move(a), {}};
+  auto first = ethtool::read_module_pages(cage.reader(), nullptr);
+  REQUIRE(first.ok());
+  CHECK(cage.upper_reads[{0, threshold_page}] == 1);
+  // The same module at the next scrape: its identity page read again, its thresholds from the cache.
+  auto second = ethtool::read_module_pages(cage.reader(), &first.value);
+  REQUIRE(second.ok());
+  CHECK(cage.upper_reads[{0, 0}] == 2);
+  CHECK(cage.upper_reads[{0, threshold_page}] == 1);
+  CHECK(ethtool::decode_module(second.value).value.serial == want_a.value.serial);
+  // Swapped for one of the same type between scrapes: everything read again at the next one.
+  cage.plugged = std::move(b);
+  auto third = ethtool::read_module_pages(cage.reader(), &second.value);
+  REQUIRE(third.ok());
+  CHECK(cage.upper_reads[{0, threshold_page}] == 2);
+  const auto got = ethtool::decode_module(third.value);
+  REQUIRE(got.ok());
+  CHECK(got.value.identifier == want_a.value.identifier);
+  CHECK(got.value.vendor == want_b.value.vendor);
+  CHECK(got.value.serial == want_b.value.serial);
+  CHECK(got.value.temperature_thresholds->high_alarm == want_b.value.temperature_thresholds->high_alarm);
+  // And the new module is the cached one after that.
+  auto fourth = ethtool::read_module_pages(cage.reader(), &third.value);
+  REQUIRE(fourth.ok());
+  CHECK(cage.upper_reads[{0, threshold_page}] == 2);
+  CHECK(ethtool::decode_module(fourth.value).value.temperature_thresholds->high_alarm ==
+        want_b.value.temperature_thresholds->high_alarm);
+}
+
+}  // namespace
+
+TEST_CASE("module EEPROM cache: a module swapped for one of the same type is read in full at the next scrape",
+          "[fixtures]") {
+  SECTION("SFF-8636 QSFP28: vendor name bytes 148-163, serial 196-211 of page 00h, thresholds page 03h") {
+    auto a = load_pages("qsfp28_sr4_rx_los");
+    check_swap_seen(a, other_vendor(a, 148 - 128, 196 - 128, 3), 3);
+  }
+  SECTION("CMIS QSFP-DD: vendor name bytes 129-144, serial 166-181 of page 00h, thresholds page 02h") {
+    auto a = load_pages("qsfpdd_dr4_hot");
+    check_swap_seen(a, other_vendor(a, 129 - 128, 166 - 128, 2), 2);
+  }
+}

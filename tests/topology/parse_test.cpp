@@ -64,6 +64,80 @@ TEST_CASE("aer_dev files: types in order and the total", "[unit]") {
   CHECK_FALSE(parse_aer_total("TOTAL_ERR_COR x\n"));
 }
 
+TEST_CASE("aer_dev files in the 4.19 long-name format: named by the short name of the same bit", "[unit]") {
+  // aer_dev_correctable of a 4.19-era kernel (aer_correctable_error_string[] with the long names).
+  auto cor = parse_aer(
+      "Receiver Error 37810\nBad TLP 29968\nBad DLLP 46933\nRELAY_NUM Rollover 0\nReplay Timer Timeout 0\n"
+      "Advisory Non-Fatal 0\nCorrected Internal Error 0\nHeader Log Overflow 0\nTOTAL_ERR_COR 114711\n");
+  REQUIRE(cor);
+  REQUIRE(cor->types.size() == 8);
+  CHECK(cor->types[0].name == "RxErr");
+  CHECK(cor->types[0].bit == 0);
+  CHECK(cor->types[0].count == 37810);
+  CHECK(cor->types[1].name == "BadTLP");
+  CHECK(cor->types[2].name == "BadDLLP");
+  CHECK(cor->types[2].count == 46933);
+  CHECK(cor->types[3].name == "Rollover");
+  CHECK(cor->types[4].name == "Timeout");
+  CHECK(cor->types[4].bit == 12);
+  CHECK(cor->types[5].name == "NonFatalErr");
+  CHECK(cor->types[7].name == "HeaderOF");
+  CHECK(cor->total == 114711u);
+  // aer_dev_fatal of the same era: 26 uncorrectable names, bit 5 and 21-25 long too.
+  auto fatal = parse_aer(
+      "Undefined 0\nData Link Protocol 0\nSurprise Down Error 1\nPoisoned TLP 0\nFlow Control Protocol 0\n"
+      "Completion Timeout 2\nCompleter Abort 0\nUnexpected Completion 0\nReceiver Overflow 0\nMalformed TLP 3\n"
+      "ECRC 0\nUnsupported Request 0\nACS Violation 0\nUncorrectable Internal Error 0\nMC Blocked TLP 0\n"
+      "AtomicOp Egress Blocked 0\nTLP Prefix Blocked Error 4\nTOTAL_ERR_FATAL 10\n");
+  REQUIRE(fatal);
+  REQUIRE(fatal->types.size() == 17);
+  CHECK(fatal->types[2].name == "SDES");
+  CHECK(fatal->types[5].name == "CmpltTO");
+  CHECK(fatal->types[9].name == "MalfTLP");
+  CHECK(fatal->types[9].count == 3);
+  CHECK(fatal->types[16].name == "TLPBlockedErr");
+  CHECK(fatal->types[16].bit == 25);
+  // The same bit in both spellings is not one file of the kernel's.
+  CHECK_FALSE(parse_aer("RxErr 1\nReceiver Error 2\n"));
+  CHECK_FALSE(parse_aer(" Receiver Error 2\n"));
+  CHECK_FALSE(parse_aer("Receiver Error  2\n"));
+}
+
+TEST_CASE("aer_dev files: unnamed bits by their position, unknown names kept, no TOTAL line", "[unit]") {
+  // A bit the kernel has no name for is printed only while its count is not 0.
+  auto a = parse_aer("RxErr 0\nBadTLP 1\ndev_cor_errs_bit[9] 5\nBadDLLP 0\nTOTAL_ERR_COR 6\n");
+  REQUIRE(a);
+  REQUIRE(a->types.size() == 4);
+  CHECK(a->types[2].name == "bit9");
+  CHECK(a->types[2].bit == 9);
+  CHECK(a->types[2].count == 5);
+  auto u = parse_aer("DLP 0\ndev_fatal_errs_bit[27] 2\ndev_nonfatal_errs_bit[31] 1\nTOTAL_ERR_FATAL 3\n");
+  REQUIRE(u);
+  CHECK(u->types[1].name == "bit27");
+  CHECK(u->types[2].bit == 31);
+  CHECK_FALSE(parse_aer("dev_cor_errs_bit[32] 1\n"));
+  CHECK_FALSE(parse_aer("dev_cor_errs_bit[9] 1\ndev_cor_errs_bit[9] 1\n"));
+  // Uncorrectable bit 26 and later have a short name only; both read.
+  auto newer = parse_aer("PoisonTLPBlocked 1\nDMWrReqBlocked 2\nTLPXlatBlocked 3\nTOTAL_ERR_NONFATAL 6\n");
+  REQUIRE(newer);
+  CHECK(newer->types[0].bit == 26);
+  CHECK(newer->types[2].bit == 31);
+  // A name in neither table (a later kernel's, a vendor's) keeps its printed name.
+  auto unknown = parse_aer("RxErr 0\nFuture Error 7\nTOTAL_ERR_COR 7\n");
+  REQUIRE(unknown);
+  CHECK(unknown->types[1].name == "Future Error");
+  CHECK(unknown->types[1].bit == -1);
+  CHECK(unknown->types[1].count == 7);
+  // Without the TOTAL_* line: the types alone, no total.
+  auto bare = parse_aer("RxErr 3\nBadTLP 0\n");
+  REQUIRE(bare);
+  CHECK_FALSE(bare->total);
+  CHECK(bare->types.size() == 2);
+  CHECK(aer_bit_name("RELAY_NUM Rollover") == aer_bit_name("Rollover"));
+  CHECK(aer_bit_name("Rollover")->bit == 8);
+  CHECK(aer_bit_name("rxerr") == nullptr);
+}
+
 TEST_CASE("addresses of functions and host bridges", "[unit]") {
   CHECK(is_bdf("0000:18:00.0"));
   CHECK_FALSE(is_bdf("0000:18:00.8"));

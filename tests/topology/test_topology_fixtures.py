@@ -292,6 +292,42 @@ class Variants(unittest.TestCase):
         self.assertEqual(c[("acs_off", "gpu2 0000:52:00.0")], ("0", "redirect at 0000:4e:01.0"))
         self.assertEqual([k for k, v in c.items() if v[0] == "0"], [("acs_off", "gpu2 0000:52:00.0")])
 
+    def test_aer_in_every_kernel_format(self):
+        # aer_dev_* as 4.19 printed them (long names: "Receiver Error 37810"), as 6.1 does (short
+        # names) and as torvalds/linux master does (uncorrectable bits 27-31 named too), each with
+        # an unnamed bit ("dev_cor_errs_bit[9] 5"): the same series, every count on its device.
+        got = {}
+        for kernel in ("4.19", "6.1", "master"):
+            (s,) = run(f"aer_{kernel}")
+            self.assertEqual(errors(s), {}, kernel)
+            aer = {(dict(l)["device"], dict(l)["aer_severity"], dict(l)["type"]): v
+                   for l, v in series(s, "rdma_pci_aer_errors_total").items()}
+            nonzero = {k: v for k, v in aer.items() if v != "0"}
+            self.assertEqual(nonzero, {
+                ("mlx5_6", "correctable", "RxErr"): "37810", ("mlx5_6", "correctable", "BadTLP"): "29968",
+                ("mlx5_6", "correctable", "BadDLLP"): "46933", ("mlx5_6", "correctable", "bit9"): "5",
+                ("mlx5_6", "fatal", "SDES"): "1", ("mlx5_6", "fatal", "MalfTLP"): "3",
+                ("mlx5_6", "fatal", "TLPBlockedErr"): "4",
+                ("mlx5_9", "correctable", "BadTLP"): "7", ("mlx5_9", "correctable", "Timeout"): "2",
+                ("mlx5_9", "nonfatal", "CmpltTO"): "1"}, kernel)
+            # Every function of every NIC has its three files read: 8 correctable names on each.
+            for nic in NICS:
+                cor = {t for (d, sev, t) in aer if d == nic and sev == "correctable"}
+                self.assertTrue({"RxErr", "BadTLP", "BadDLLP", "Rollover", "Timeout", "NonFatalErr", "CorrIntErr",
+                                 "HeaderOF"} <= cor, (kernel, nic))
+            reports = {(dict(l)["device"], dict(l)["hop"], dict(l)["aer_severity"]): v
+                       for l, v in series(s, "rdma_pci_aer_reports_total").items() if v != "0"}
+            self.assertEqual(reports, {("mlx5_6", "0", "correctable"): "114711", ("mlx5_6", "0", "fatal"): "8",
+                                       ("mlx5_6", "1", "correctable"): "12",
+                                       ("mlx5_9", "0", "correctable"): "8", ("mlx5_9", "0", "nonfatal"): "1"}, kernel)
+            fatal_types = {t for (d, sev, t) in aer if d == "mlx5_6" and sev == "fatal"}
+            got[kernel] = fatal_types
+        # The uncorrectable names each kernel has: 17 in 4.19, 18 in 6.1, 23 today.
+        self.assertEqual(len(got["4.19"]), 17)
+        self.assertEqual(len(got["6.1"]), 18)
+        self.assertEqual(len(got["master"]), 23)
+        self.assertTrue(got["4.19"] < got["6.1"] < got["master"])
+
     def test_config_space_unprivileged(self):
         (s,) = run("config64")
         self.assertEqual(series(s, "rdma_topology_path_acs_redirect"), {})
