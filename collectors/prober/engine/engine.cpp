@@ -373,8 +373,7 @@ void Engine::request_trace(Link& l, bool fresh) {
   j.flow_label = l.flow_label;
   j.local = l.local.device + "/" + std::to_string(l.local.port);
   j.target = *l.trace_target;
-  j.options = cfg_.trace;
-  j.options.distance = l.distance;
+  j.options = cfg_.trace;  // nothing of an earlier trace: each learns the path anew
   j.fresh = fresh;
   if (tracer_->request(std::move(j))) l.traced_label = l.flow_label;
 }
@@ -395,7 +394,6 @@ void Engine::take_traces() {
     const auto& o = d.outcome;
     l.trace_result = !o.failure.empty() ? o.failure : o.complete ? "complete" : "partial";
     l.traced_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    if (o.distance) l.distance = o.distance;
     if (o.hops.empty()) continue;  // nothing answered: the flow's last path stands
     // A first trace that ends after the flow was judged lossy is no clean path (it is the fresh one).
     book_.record(outcome_of(l), gid_address(d.job.target.source), o.hops, o.complete, d.job.fresh || l.lossy);
@@ -421,7 +419,7 @@ void Engine::rotate_flows(TimePoint now) {
       l.in_flight.clear();  // posted on the old QP: neither lost nor completed
       forget_traces(l);     // a new 5-tuple: another path
       l.trace_target.reset();
-      l.distance = 0, l.lossy = false, l.trace_result.clear(), l.traced_unix = 0;
+      l.lossy = false, l.trace_result.clear(), l.traced_unix = 0;
       ++l.rotations;
       l.flow_label = link_flow_label(l);  // the next 5-tuple of this flow's slot
       l.state = State::kIdle;

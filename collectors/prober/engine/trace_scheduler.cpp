@@ -15,18 +15,19 @@ TraceScheduler::TraceScheduler(TraceSchedulerConfig cfg, PathTracer& tracer, Clo
   cfg_.rate = std::max(cfg_.rate, 0.001);
   cfg_.burst = std::max(cfg_.burst, 1.0);
   cfg_.max_queued = std::max<std::size_t>(cfg_.max_queued, 1);
+  cfg_.workers = std::clamp(cfg_.workers, 1u, 64u);
 }
 
 TraceScheduler::~TraceScheduler() { stop(); }
 
 void TraceScheduler::start() {
-  if (thread_.joinable()) return;
+  if (!threads_.empty()) return;
   {
     std::lock_guard lock(mu_);
     stopping_ = false;
   }
   stop_.reset();
-  thread_ = exporter::named_thread("prober-trace", [this] { worker(); });
+  for (unsigned i = 0; i < cfg_.workers; ++i) threads_.push_back(exporter::named_thread("prober-trace", [this] { worker(); }));
 }
 
 void TraceScheduler::stop() {
@@ -36,7 +37,9 @@ void TraceScheduler::stop() {
   }
   stop_.stop();
   work_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
 }
 
 bool TraceScheduler::request(TraceJob job) {
@@ -77,12 +80,24 @@ TraceCounters TraceScheduler::counters() const {
 }
 
 bool TraceScheduler::pace(const std::string& local) {
-  auto& b = buckets_.try_emplace(local, cfg_.rate, cfg_.burst).first->second;
   for (;;) {
-    const auto now = clock_.now();
-    if (b.take(now)) return true;
-    if (!clock_.sleep_until(b.next(now))) return false;
+    Clock::time_point next;
+    {
+      std::lock_guard lock(buckets_mu_);
+      auto& b = buckets_.try_emplace(local, cfg_.rate, cfg_.burst).first->second;
+      const auto now = clock_.now();
+      if (b.take(now)) return true;
+      next = b.next(now);
+    }
+    if (!clock_.sleep_until(next)) return false;
   }
+}
+
+bool TraceScheduler::runnable() const {
+  for (auto* q : {&fresh_, &plain_})
+    for (const auto& j : *q)
+      if (!in_flight_.count(j.link)) return true;
+  return false;
 }
 
 bool TraceScheduler::run_next() {
@@ -107,15 +122,17 @@ bool TraceScheduler::run_next() {
   const double seconds = std::chrono::duration<double>(clock_.now() - t0).count();
   std::lock_guard lock(mu_);
   in_flight_.erase(job.link);
+  work_.notify_all();  // a request of this link waiting behind it may run now
   counters_.packets += out.packets;
   counters_.answers += out.answers;
+  for (const auto& [reason, n] : out.ignored) counters_.ignored[reason] += n;
   const std::string result = !out.failure.empty() ? out.failure : out.complete ? "complete" : "partial";
   ++counters_.results[result];
   if (out.failure == "permission" || out.failure == "socket") counters_.state = out.failure;
   else if (out.failure.empty()) counters_.state = "available";
   if (cancelled_.erase(job.link)) return true;  // the flow it traced is gone
   if (results_.size() >= cfg_.max_queued) results_.erase(results_.begin());  // the loop stalled: keep the newest
-  results_.push_back({std::move(job), std::move(out), seconds});
+  results_.push_back({std::move(job), std::move(out), seconds, t0});
   return true;
 }
 
@@ -124,7 +141,7 @@ void TraceScheduler::worker() {
     {
       std::unique_lock lock(mu_);
       // Woken by request() and stop(); the timeout is a guard only.
-      work_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_ || !fresh_.empty() || !plain_.empty(); });
+      work_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_ || runnable(); });
       if (stopping_) return;
     }
     while (run_next()) {
