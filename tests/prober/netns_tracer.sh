@@ -20,7 +20,15 @@
 #     (Linux answers ICMPv6 from the ingress link here), the same path for a port traced twice
 #     (not compared with `ip -6 route get`: on this kernel its answer for a forwarded UDP flow
 #     differs from the path the packets take, even with the same hash fields);
-#   * a source port already bound by another socket: port_in_use, the other socket untouched.
+#   * a source port already bound by another socket: port_in_use, the other socket untouched;
+#   * D silent on 4791 (a RoCE NIC): at the defaults, over 4 local ports, traces of different links
+#     overlap (at least 4 in flight), L counts no more than the 4 buckets allow, and exactly 2
+#     packets per trace reach D; prints the traces per second;
+#   * D forges answers to every trace packet it gets (icmp_forger.py: bare IP + UDP quotes, a port
+#     unreachable from D's address, another QP, a TTL never sent): each counted by reason, no hop,
+#     no destination, the traces stay L, R (partial);
+#   * the path grows by a router X between L and R: the traces read L, X, R, D (and L, X, R with
+#     D silent), nothing of the old path kept.
 # Prints the packets per trace and the time of one trace (the figures docs/prober.md quotes).
 # Usage: netns_tracer.sh --driver PATH   (root; without root or a tool it fails)
 set -uo pipefail
@@ -136,7 +144,8 @@ import sys
 rows = [dict(kv.split("=", 1) for kv in l.split()) for l in open(sys.argv[1]) if l.startswith("sport=")]
 secs = sorted(float(r["seconds"]) for r in rows)
 pk = sum(int(r["packets"]) for r in rows) / len(rows)
-print(f"packets per trace {pk:.2f}; one trace: median {secs[len(secs)//2]*1000:.1f} ms, max {secs[-1]*1000:.1f} ms (paced)")
+print(f"packets per trace {pk:.2f}; one trace: median {secs[len(secs)//2]*1000:.1f} ms, max {secs[-1]*1000:.1f} ms "
+      "(paced: up to 8 traces wait on the one bucket at once)")
 EOF
 
 echo "== R's own ICMP blackholed: its hop is *, L and D still answer"
@@ -201,6 +210,7 @@ echo "packets sent $packets, at L $at_l (bound of $LOCALS buckets $bound), reach
 
 echo "== forged answers from D (bare quotes, the destination's address, another QP, a TTL not sent): counted, ignored"
 ip -n $D addr add 10.0.9.7/24 dev d0
+: >"$WORK/forger"
 ip netns exec $D python3 "$(dirname "$0")/icmp_forger.py" d0 10.0.9.7 10.0.9.2 >"$WORK/forger" 2>&1 &
 FORGER=$!
 for _ in $(seq 50); do grep -q ready "$WORK/forger" && break; sleep 0.1; done

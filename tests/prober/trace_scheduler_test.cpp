@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <atomic>
 #include <thread>
+#include <condition_variable>
 #include <deque>
+#include <mutex>
+#include <set>
 
 #include "collectors/prober/engine/engine.h"
 #include "collectors/prober/engine/trace_scheduler.h"
@@ -36,11 +39,18 @@ struct FakeTracer : PathTracer {
   std::vector<SClock::time_point> sent;  // every packet's time
   std::vector<TraceTarget> traced;       // in order
   std::function<void()> during;          // runs inside a trace (before its packets)
+  std::function<TraceOutcome(const TraceTarget&)> script;  // when set: the outcome (its packets paced)
   std::string failure;
   explicit FakeTracer(FakeTime& t) : time(t) {}
   TraceOutcome trace(const TraceTarget& t, const TraceOptions&, const TracePacer& pace) override {
     traced.push_back(t);
     if (during) during();
+    if (script) {
+      TraceOutcome o = script(t);
+      for (std::uint64_t i = 0; i < o.packets; ++i)
+        if (!pace()) return {"stopped"};
+      return o;
+    }
     TraceOutcome o;
     for (unsigned i = 0; i < packets; ++i) {
       if (!pace()) return {"stopped"};
@@ -238,6 +248,7 @@ struct Rig {
   TraceTransport t;
   Engine engine;
   std::size_t answered = 0;  // connects answered
+  std::set<std::uint64_t> lose;  // links whose probes never complete
   explicit Rig(EngineConfig c) : engine(c, t, {kPort}) {
     engine.set_tracer(&sched);
     PeerSpec p;
@@ -254,7 +265,8 @@ struct Rig {
       engine.handle(testing::paired(request, {PeerPort{kPort, "rxe1", 1, "r1", {}, {}}}, now));
     for (; answered < t.connects.size(); ++answered) engine.handle(connected(t.connects[answered], now));
     if (complete)
-      for (auto i = before; i < t.posts.size(); ++i) engine.handle(testing::completion(t.posts[i].first, t.posts[i].second, now + 10us));
+      for (auto i = before; i < t.posts.size(); ++i)
+        if (!lose.count(t.posts[i].first)) engine.handle(testing::completion(t.posts[i].first, t.posts[i].second, now + 10us));
     engine.tick(now);
   }
   void run(TimePoint from, TimePoint until, bool complete) {
@@ -339,6 +351,86 @@ TEST_CASE("trace_scheduler: a flow judged lossy gets a fresh trace, ahead, a rec
   r.run(T0 + 20s + 200ms, T0 + 41s, true);
   s = r.engine.snapshot();
   for (const auto& f : s.traces) CHECK(f.fresh.empty());
+}
+
+TEST_CASE("trace_scheduler: a path that grew by a hop is a new path: its new hop is kept, no link of the old one named",
+          "[trace]") {
+  auto c = trace_config();
+  c.flow_rotation = 0ms;
+  Rig r(c);
+  // First traces: flow 0 via R, flow 1 via Q, both reaching the destination.
+  std::uint16_t sport0 = 0;
+  bool grown = false;
+  r.tracer.script = [&](const TraceTarget& t) {
+    TraceOutcome o;
+    if (t.sport == sport0 && grown) {
+      o.hops = {"10.0.0.1", "10.0.0.50", "10.0.0.2"};  // L, the new X, R; the drop after R eats the rest
+      o.packets = 5, o.answers = 3;
+      return o;
+    }
+    o.hops = {"10.0.0.1", t.sport == sport0 ? "10.0.0.2" : "10.0.0.3", "10.2.0.1"};
+    o.complete = true;
+    o.packets = o.answers = 3;
+    return o;
+  };
+  r.run(T0, T0 + 1s, true);
+  REQUIRE(r.t.connects.size() == 2);
+  const auto link0 = r.t.connects[0].link;
+  sport0 = flow_label_to_udp_sport(r.t.connects[0].flow_label);
+  while (r.sched.run_next()) {
+  }
+  r.run(T0 + 1s, T0 + 2s, true);
+  // The path of flow 0 grows by a hop (L X R D) and something after R drops its packets.
+  grown = true;
+  r.lose = {link0};
+  r.run(T0 + 2s, T0 + 10s + 200ms, true);
+  while (r.sched.run_next()) {
+  }
+  r.run(T0 + 10s + 200ms, T0 + 11s, true);
+  const auto s = r.engine.snapshot();
+  bool seen = false;
+  for (const auto& f : s.traces)
+    if (f.sport == sport0) {
+      seen = true;
+      CHECK(f.fresh == std::vector<std::string>{"10.1.0.1", "10.0.0.1", "10.0.0.50", "10.0.0.2"});  // the new hop kept
+      CHECK(f.result == "partial");
+    }
+  CHECK(seen);
+  // Read as the old path cut short, the fresh trace would name R -> D (R is there, D after it),
+  // a link the flow no longer crosses.
+  for (const auto& sl : s.suspects) CHECK_FALSE((sl.link.from == "10.0.0.2" && sl.link.to == "10.2.0.1"));
+  CHECK(s.suspects.empty());
+}
+
+TEST_CASE("trace_scheduler: traces of different links run at once on the worker pool", "[trace]") {
+  struct Meeting : PathTracer {
+    std::mutex mu;
+    std::condition_variable cv;
+    int in = 0, most = 0;
+    TraceOutcome trace(const TraceTarget&, const TraceOptions&, const TracePacer& pace) override {
+      TraceOutcome o;
+      if (pace()) ++o.packets;
+      std::unique_lock lock(mu);
+      most = std::max(most, ++in);
+      cv.notify_all();
+      // Each trace waits for another to be in flight with it (a guard ends the wait should the
+      // pool run one at a time: then `most` stays 1 and the test fails).
+      cv.wait_for(lock, 30s, [this] { return most >= 2; });
+      --in;
+      return o;
+    }
+  } meeting;
+  TraceScheduler s({.rate = 1000, .burst = 1000, .max_queued = 8, .workers = 4}, meeting);
+  s.start();
+  for (std::uint64_t link = 1; link <= 4; ++link) s.request(job(link));
+  std::size_t done = 0;
+  while (done < 4) {
+    done += s.take_results().size();
+    std::this_thread::yield();
+  }
+  s.stop();
+  CHECK(meeting.most >= 2);
+  CHECK(meeting.most <= 4);
 }
 
 TEST_CASE("trace_scheduler: /prober/traces needs an authenticated caller, valid JSON rows", "[trace]") {
