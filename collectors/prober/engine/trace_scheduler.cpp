@@ -27,7 +27,8 @@ void TraceScheduler::start() {
     stopping_ = false;
   }
   stop_.reset();
-  for (unsigned i = 0; i < cfg_.workers; ++i) threads_.push_back(exporter::named_thread("prober-trace", [this] { worker(); }));
+  for (unsigned i = 0; i < cfg_.workers; ++i)
+    threads_.push_back(exporter::named_thread("prober-trace", [this] { worker(); }));
 }
 
 void TraceScheduler::stop() {
