@@ -433,6 +433,44 @@ TEST_CASE("trace_scheduler: traces of different links run at once on the worker 
   CHECK(meeting.most <= 4);
 }
 
+TEST_CASE("trace_scheduler: a port with many links waiting leaves workers for the other ports", "[trace]") {
+  // Port A's traces hold their worker until port B's trace has run: with the whole pool on A
+  // (its 6 links asked first), B would never run and A's traces would wait out their guard.
+  struct Held : PathTracer {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool b_ran = false;
+    int most_on_a = 0, on_a = 0;
+    TraceOutcome trace(const TraceTarget& t, const TraceOptions&, const TracePacer& pace) override {
+      TraceOutcome o;
+      if (pace()) ++o.packets;
+      std::unique_lock lock(mu);
+      if (t.sport == 0xC000 + 100) {
+        b_ran = true;
+        cv.notify_all();
+        return o;
+      }
+      most_on_a = std::max(most_on_a, ++on_a);
+      if (!cv.wait_for(lock, 30s, [this] { return b_ran; })) o.failure = "stopped";
+      --on_a;
+      return o;
+    }
+  } held;
+  TraceScheduler s({.rate = 1000, .burst = 1000, .max_queued = 16, .workers = 4}, held);
+  s.start();
+  for (std::uint64_t link = 1; link <= 6; ++link) s.request(job(link, false, "mlx5_0/1"));
+  s.request(job(100, false, "mlx5_1/1"));
+  std::size_t done = 0;
+  while (done < 7) {
+    done += s.take_results().size();
+    std::this_thread::yield();
+  }
+  s.stop();
+  CHECK(held.b_ran);
+  CHECK(held.most_on_a <= 2);  // half the pool
+  CHECK_FALSE(s.counters().results.count("stopped"));
+}
+
 TEST_CASE("trace_scheduler: /prober/traces needs an authenticated caller, valid JSON rows", "[trace]") {
   FlowTrace t;
   t.flow.device = "mlx5_0";

@@ -94,10 +94,18 @@ bool TraceScheduler::pace(const std::string& local) {
   }
 }
 
+bool TraceScheduler::can_run(const TraceJob& j) const {
+  if (in_flight_.count(j.link)) return false;
+  // Half the pool at most per local port: a port with many links waiting (all paced by its one
+  // bucket) leaves workers for the other ports' traces.
+  auto it = local_in_flight_.find(j.local);
+  return it == local_in_flight_.end() || it->second < std::max(1u, cfg_.workers / 2);
+}
+
 bool TraceScheduler::runnable() const {
   for (auto* q : {&fresh_, &plain_})
     for (const auto& j : *q)
-      if (!in_flight_.count(j.link)) return true;
+      if (can_run(j)) return true;
   return false;
 }
 
@@ -105,10 +113,11 @@ bool TraceScheduler::run_next() {
   TraceJob job;
   {
     std::lock_guard lock(mu_);
-    // Fresh first; inside a queue, the oldest whose link has no trace in flight.
+    // Fresh first; inside a queue, the oldest whose link has no trace in flight (and whose port
+    // has room).
     bool found = false;
     for (auto* q : {&fresh_, &plain_}) {
-      auto it = std::find_if(q->begin(), q->end(), [this](const TraceJob& j) { return !in_flight_.count(j.link); });
+      auto it = std::find_if(q->begin(), q->end(), [this](const TraceJob& j) { return can_run(j); });
       if (it == q->end()) continue;
       job = std::move(*it);
       q->erase(it);
@@ -117,12 +126,14 @@ bool TraceScheduler::run_next() {
     }
     if (!found) return false;
     in_flight_.insert(job.link);
+    ++local_in_flight_[job.local];
   }
   const auto t0 = clock_.now();
   TraceOutcome out = tracer_.trace(job.target, job.options, [this, &job] { return pace(job.local); });
   const double seconds = std::chrono::duration<double>(clock_.now() - t0).count();
   std::lock_guard lock(mu_);
   in_flight_.erase(job.link);
+  if (auto it = local_in_flight_.find(job.local); it != local_in_flight_.end() && --it->second == 0) local_in_flight_.erase(it);
   work_.notify_all();  // a request of this link waiting behind it may run now
   counters_.packets += out.packets;
   counters_.answers += out.answers;

@@ -50,7 +50,8 @@ struct TraceSchedulerConfig {
   double rate = 10;   // trace packets per second per local port
   double burst = 10;  // and at once
   std::size_t max_queued = 4096;  // requests waiting (one per link at most), and results not yet taken
-  unsigned workers = 8;           // traces in flight at once (each one socket and one thread)
+  unsigned workers = 8;           // traces in flight at once (each one socket and one thread), half
+                                  // of them at most on one local port
 };
 
 struct TraceCounters {
@@ -96,7 +97,8 @@ class TraceScheduler {
  private:
   bool pace(const std::string& local);
   void worker();
-  bool runnable() const;  // a waiting job whose link has no trace in flight (mu_ held)
+  bool can_run(const TraceJob& j) const;  // its link has no trace in flight, its port room (mu_ held)
+  bool runnable() const;                  // a waiting job can_run (mu_ held)
 
   TraceSchedulerConfig cfg_;
   PathTracer& tracer_;
@@ -107,6 +109,7 @@ class TraceScheduler {
   bool stopping_ = false;
   std::deque<TraceJob> fresh_, plain_;
   std::set<std::uint64_t> in_flight_, cancelled_;
+  std::map<std::string, unsigned> local_in_flight_;  // traces in flight per local port
   std::vector<TraceDone> results_;
   TraceCounters counters_;
   std::mutex buckets_mu_;  // the workers share a local port's bucket
