@@ -298,8 +298,15 @@ class ProberCollector final : public exporter::Collector {
                   "no_route, permission, socket, stopped).",
                   {{"result", result}}, n);
     out.counter("rdma_prober_trace_packets_total", "TTL-limited trace packets sent.", {}, c.packets);
-    out.counter("rdma_prober_trace_answers_total", "ICMP answers (time exceeded, unreachable) read for trace packets.", {},
+    out.counter("rdma_prober_trace_answers_total",
+                "ICMP answers (time exceeded, unreachable) taken for trace packets: each quotes the packet it answers.", {},
                 c.answers);
+    for (const auto& [reason, n] : c.ignored)
+      out.counter("rdma_prober_trace_answers_ignored_total",
+                  "ICMP answers to trace packets not taken, by reason: the quote does not hold the trace packet this "
+                  "flow sent (short_quote, not_trace, wrong_qpn, wrong_psn), a repeat (duplicate), after the "
+                  "destination (beyond_destination), another ICMP type (other_type) or a local error (local).",
+                  {{"reason", reason}}, n);
     out.counter("rdma_prober_trace_queue_full_total", "Trace requests dropped because the queue was full.", {}, c.queue_full);
     out.gauge_u64("rdma_prober_trace_queued", "Trace requests waiting.", {}, c.queued);
     if (p.snap.book) write_suspect_metrics(p.snap.suspects, *p.snap.book, p.snap.window, out);

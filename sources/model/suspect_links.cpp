@@ -18,16 +18,29 @@ struct Candidates {
   const std::string* id = nullptr;
 };
 
+// Whether the fresh trace is the known path, cut short or not: the same hop at every position
+// both answered. One that differs (the path changed: a hop more or less, another router) or
+// goes further is a new path, never read as a shortened old one.
+bool fresh_on_path(const TracedFlow& f) {
+  for (std::size_t i = 0; i < f.fresh_path.size(); ++i) {
+    if (!answered(f.fresh_path[i])) continue;
+    if (i >= f.path.size() || (answered(f.path[i]) && f.fresh_path[i] != f.path[i])) return false;
+  }
+  return true;
+}
+
 // The link after the fresh trace's last answered hop, when the fresh trace stopped early on the
 // flow's known path.
 std::optional<HopLink> narrowed_link(const TracedFlow& f) {
-  if (f.fresh_complete || f.fresh_path.empty()) return std::nullopt;
+  if (f.fresh_complete || f.fresh_path.empty() || !fresh_on_path(f)) return std::nullopt;
   auto last = std::find_if(f.fresh_path.rbegin(), f.fresh_path.rend(), answered);
   if (last == f.fresh_path.rend()) return std::nullopt;
-  auto at = std::find(f.path.begin(), f.path.end(), *last);
-  if (at == f.path.end() || at + 1 == f.path.end()) return std::nullopt;
-  if (!answered(*(at + 1)) || *(at + 1) == *at) return std::nullopt;
-  return HopLink{*at, *(at + 1)};
+  const std::size_t k = static_cast<std::size_t>(f.fresh_path.rend() - last) - 1;  // index of its last answered hop
+  if (k + 1 >= f.path.size()) return std::nullopt;
+  const auto& at = f.path[k];
+  const auto& next = f.path[k + 1];
+  if (!answered(next) || next == at) return std::nullopt;
+  return HopLink{at, next};
 }
 
 Candidates candidates(const TracedFlow& f, const std::set<HopLink>& clean) {
@@ -39,8 +52,12 @@ Candidates candidates(const TracedFlow& f, const std::set<HopLink>& clean) {
     return c;
   }
   // A stop on a link clean flows use says nothing (ICMP rate limits, a 5-tuple the drop spares):
-  // the whole path stays in question.
-  for (auto& l : path_links(f.path))
+  // the whole path stays in question. A fresh trace on a new path puts the new path in question
+  // when it is complete; one that stopped early names nothing: the links it answered across
+  // passed its packets, and what lies after its stop is unknown (the old path is not it).
+  const bool moved = !f.fresh_path.empty() && !fresh_on_path(f);
+  if (moved && !f.fresh_complete) return c;
+  for (auto& l : path_links(moved ? f.fresh_path : f.path))
     if (!clean.contains(l)) c.links.insert(l);
   return c;
 }

@@ -30,10 +30,12 @@ struct TracedFlow {
   // A tracer puts the flow's own source address first, so that the first link (source -> first
   // hop) can be named. Routes from forwarding tables (InfiniBand) have no "*".
   std::vector<std::string> path;
-  // A trace taken after the flow turned lossy (empty: none). When it stops early -- its last
-  // answered hop is on `path` and every later hop went unanswered -- the flow is narrowed to the
-  // link after that hop. fresh_complete: it answered up to the end of `path` (no narrowing: the
-  // forward path passes the tracer's packets).
+  // A trace taken after the flow turned lossy (empty: none). When it stops early on `path` -- the
+  // same hop as `path` at every position both answered, every later hop unanswered -- the flow is
+  // narrowed to the link after its last answered hop. One that differs from `path` or goes
+  // further is a new path: stopped early it names nothing, complete its own links are in
+  // question. fresh_complete: it reached the destination (no narrowing: the forward path passes
+  // the tracer's packets).
   std::vector<std::string> fresh_path;
   bool fresh_complete = false;
 };

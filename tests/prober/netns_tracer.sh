@@ -20,7 +20,15 @@
 #     (Linux answers ICMPv6 from the ingress link here), the same path for a port traced twice
 #     (not compared with `ip -6 route get`: on this kernel its answer for a forwarded UDP flow
 #     differs from the path the packets take, even with the same hash fields);
-#   * a source port already bound by another socket: port_in_use, the other socket untouched.
+#   * a source port already bound by another socket: port_in_use, the other socket untouched;
+#   * D silent on 4791 (a RoCE NIC): at the defaults, over 4 local ports, traces of different links
+#     overlap (at least 4 in flight), L counts no more than the 4 buckets allow, and exactly 2
+#     packets per trace reach D; prints the traces per second;
+#   * D forges answers to every trace packet it gets (icmp_forger.py: bare IP + UDP quotes, a port
+#     unreachable from D's address, another QP, a TTL never sent): each counted by reason, no hop,
+#     no destination, the traces stay L, R (partial);
+#   * the path grows by a router X between L and R: the traces read L, X, R, D (and L, X, R with
+#     D silent), nothing of the old path kept.
 # Prints the packets per trace and the time of one trace (the figures docs/prober.md quotes).
 # Usage: netns_tracer.sh --driver PATH   (root; without root or a tool it fails)
 set -uo pipefail
@@ -42,9 +50,11 @@ P=rtr$$
 S=${P}s L=${P}l R=${P}r D=${P}d
 WORK=$(mktemp -d /tmp/netns-tracer.XXXXXX)
 HOLDER=
+FORGER=
 cleanup() {
   [[ -n "$HOLDER" ]] && kill "$HOLDER" 2>/dev/null && wait "$HOLDER" 2>/dev/null
-  for ns in $S $L $R $D; do ip netns del "$ns" 2>/dev/null; done
+  [[ -n "$FORGER" ]] && kill "$FORGER" 2>/dev/null && wait "$FORGER" 2>/dev/null
+  for ns in $S $L $R $D ${P}x; do ip netns del "$ns" 2>/dev/null; done
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -134,7 +144,8 @@ import sys
 rows = [dict(kv.split("=", 1) for kv in l.split()) for l in open(sys.argv[1]) if l.startswith("sport=")]
 secs = sorted(float(r["seconds"]) for r in rows)
 pk = sum(int(r["packets"]) for r in rows) / len(rows)
-print(f"packets per trace {pk:.2f}; one trace: median {secs[len(secs)//2]*1000:.1f} ms, max {secs[-1]*1000:.1f} ms (paced)")
+print(f"packets per trace {pk:.2f}; one trace: median {secs[len(secs)//2]*1000:.1f} ms, max {secs[-1]*1000:.1f} ms "
+      "(paced: up to 8 traces wait on the one bucket at once)")
 EOF
 
 echo "== R's own ICMP blackholed: its hop is *, L and D still answer"
@@ -167,6 +178,81 @@ cat "$WORK/inuse"
 grep -q '^sport=50100 result=port_in_use packets=0' "$WORK/inuse" || fail "a taken port is not port_in_use"
 [[ $(grep -c 'result=complete' "$WORK/inuse") -eq 2 ]] || fail "the ports around it were not traced"
 kill -0 "$HOLDER" 2>/dev/null || fail "the socket holding the port died"
+
+kill "$HOLDER" 2>/dev/null; wait "$HOLDER" 2>/dev/null; HOLDER=
+
+# D silent on UDP 4791 from here on (as a RoCE NIC: it drops the trace packet, answers nothing),
+# and every trace packet that reaches D counted (raw PREROUTING: before that drop).
+ip netns exec $D iptables -A INPUT -p udp --dport 4791 -j DROP || { echo "FATAL: iptables in D"; exit 1; }
+ip netns exec $D iptables -t raw -A PREROUTING -i d0 -p udp --dport 4791 || { echo "FATAL: iptables raw in D"; exit 1; }
+d_packets() { ip netns exec $D iptables -t raw -L PREROUTING -vnx | awk '$0 ~ /dpt:4791/ {print $1; exit}'; }
+field() { awk -v k="$1" '/^total/ {for (i = 1; i <= NF; ++i) {split($i, kv, "="); if (kv[1] == k) print kv[2]}}' "$2"; }
+
+echo "== concurrency at the defaults (rate 10/s, burst 10, 250 ms, 8 hops, the default workers), D silent"
+# 4 local ports of this node (4 buckets), 12 links each; every trace: L, R answer, 2 silent TTLs.
+LOCALS=4 N=48
+before=$(l_packets) d_before=$(d_packets)
+ip netns exec $S "$DRIVER" --source 10.0.1.2 --dest 10.0.9.2 --dev s0 --sports 53000:$N --qpn 0x123 \
+  --locals $LOCALS >"$WORK/concurrent" || fail "driver exit $?"
+at_l=$(( $(l_packets) - before )) at_d=$(( $(d_packets) - d_before ))
+tail -1 "$WORK/concurrent"
+elapsed=$(field seconds "$WORK/concurrent") packets=$(field packets "$WORK/concurrent")
+in_flight=$(field max_in_flight "$WORK/concurrent")
+[[ $(grep -cE ' result=partial .*hops=10\.0\.1\.1,10\.0\.1[012]\.2$' "$WORK/concurrent") -eq $N ]] ||
+  fail "not $N partial traces L,R with D silent"
+bound=$(python3 -c "print(int($LOCALS * (10 + 10 * $elapsed)))")
+python3 -c "print(f'traces per second per node ($LOCALS ports): {$N / $elapsed:.2f}; per port: {$N / $elapsed / $LOCALS:.2f}')"
+echo "packets sent $packets, at L $at_l (bound of $LOCALS buckets $bound), reaching D (its NIC) $at_d; most traces at once $in_flight"
+[[ $at_l -eq $packets ]] || fail "L counted $at_l trace packets, the driver sent $packets"
+[[ $at_l -le $bound ]] || fail "L saw $at_l packets, more than the $LOCALS buckets' $bound"
+[[ $at_d -eq $((2 * N)) ]] || fail "D's NIC got $at_d trace packets, not 2 per trace ($((2 * N)))"
+[[ $in_flight -ge $LOCALS ]] || fail "at most $in_flight traces at once: the traces of different links did not overlap"
+
+echo "== forged answers from D (bare quotes, the destination's address, another QP, a TTL not sent): counted, ignored"
+ip -n $D addr add 10.0.9.7/24 dev d0
+: >"$WORK/forger"
+ip netns exec $D python3 "$(dirname "$0")/icmp_forger.py" d0 10.0.9.7 10.0.9.2 >"$WORK/forger" 2>&1 &
+FORGER=$!
+for _ in $(seq 50); do grep -q ready "$WORK/forger" && break; sleep 0.1; done
+grep -q ready "$WORK/forger" || fail "the forger did not start: $(cat "$WORK/forger")"
+ip netns exec $S "$DRIVER" --source 10.0.1.2 --dest 10.0.9.2 --dev s0 --sports 54000:6 --qpn 0x123 --rate 100 \
+  --burst 40 >"$WORK/forged" || fail "driver exit $?"
+kill "$FORGER" 2>/dev/null; wait "$FORGER" 2>/dev/null
+cat "$WORK/forged"
+echo "forger: $(tail -1 "$WORK/forger")"
+grep -q '^forged' "$WORK/forger" || fail "the forger answered nothing"
+while read -r line; do
+  [[ $line == sport=* ]] || continue
+  [[ $line =~ \ result=partial\ .*hops=10\.0\.1\.1,10\.0\.1[012]\.2$ ]] || fail "forged answers made a hop or a distance: $line"
+  for reason in short_quote wrong_qpn wrong_psn; do
+    [[ $line =~ ignored=.*$reason: ]] || fail "no $reason counted: $line"
+  done
+done <"$WORK/forged"
+[[ $(grep -c '^sport=' "$WORK/forged") -eq 6 ]] || fail "not 6 traces under forgery"
+
+echo "== the path grows by one hop (X between L and R): the new hop is seen, nothing of the old path carried"
+ip netns add ${P}x || exit 1
+ip -n ${P}x link set lo up
+veth $L lx 10.0.20.1/24 ${P}x xl 10.0.20.2/24
+veth ${P}x xr 10.0.21.1/24 $R rx 10.0.21.2/24
+ip -n ${P}x route add 10.0.9.0/24 via 10.0.21.2
+ip -n ${P}x route add 10.0.1.0/24 via 10.0.20.1
+ip netns exec ${P}x sysctl -qw net.ipv4.ip_forward=1 net.ipv4.icmp_ratelimit=0 net.ipv4.conf.all.rp_filter=0
+ip netns exec $D iptables -D INPUT -p udp --dport 4791 -j DROP  # D answers again: complete traces
+ip netns exec $S "$DRIVER" --source 10.0.1.2 --dest 10.0.9.2 --dev s0 --sports 55000:4 --rate 100 --burst 40 \
+  >"$WORK/before" || fail "driver exit $?"
+ip -n $L route replace 10.0.9.0/24 via 10.0.20.2 dev lx
+ip netns exec $S "$DRIVER" --source 10.0.1.2 --dest 10.0.9.2 --dev s0 --sports 55000:4 --rate 100 --burst 40 \
+  >"$WORK/after" || fail "driver exit $?"
+ip netns exec $D iptables -A INPUT -p udp --dport 4791 -j DROP  # and silent: what a RoCE NIC does
+ip netns exec $S "$DRIVER" --source 10.0.1.2 --dest 10.0.9.2 --dev s0 --sports 55000:4 --rate 100 --burst 40 \
+  >"$WORK/after_silent" || fail "driver exit $?"
+head -1 "$WORK/before"; head -1 "$WORK/after"; head -1 "$WORK/after_silent"
+[[ $(grep -cE ' result=complete .*hops=10\.0\.1\.1,10\.0\.1[012]\.2,10\.0\.9\.2$' "$WORK/before") -eq 4 ]] || fail "before: not L,R,D"
+[[ $(grep -c ' result=complete .*hops=10.0.1.1,10.0.20.2,10.0.21.2,10.0.9.2$' "$WORK/after") -eq 4 ]] || fail "grown: not L,X,R,D"
+[[ $(grep -c ' result=partial .*hops=10.0.1.1,10.0.20.2,10.0.21.2$' "$WORK/after_silent") -eq 4 ]] ||
+  fail "grown, D silent: not L,X,R partial (a destination added from an old distance?)"
+ip netns del ${P}x
 
 if [[ $FAIL -ne 0 ]]; then echo "netns_tracer: FAILED"; exit 1; fi
 echo "netns_tracer: PASS"

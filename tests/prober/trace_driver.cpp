@@ -1,16 +1,21 @@
 // The real path tracer and its scheduler, driven from the command line for netns_tracer.sh: one
 // trace per UDP source port, all of them through one TraceScheduler (its thread, its token
-// bucket for the one local port), as the prober runs them. Prints one line per trace:
-//   sport=49153 result=complete packets=3 answers=3 seconds=0.0021 binding=bindtodevice hops=10.0.1.1,10.0.2.2,10.0.9.2
-// and a last line: total traces=N packets=P answers=A seconds=S.
+// buckets, one per local port; --locals K spreads the traces over K local ports of the same
+// netdev, as a node with K ports), as the prober runs them. Prints one line per trace:
+//   sport=49153 result=complete packets=3 answers=3 seconds=0.0021 start=0.0100 binding=bindtodevice ignored=- hops=10.0.1.1,10.0.2.2,10.0.9.2
+// (start: seconds from the first request; ignored: reason:count,... of the answers not taken)
+// and a last line: total traces=N packets=P answers=A seconds=S max_in_flight=M.
 #include <net/if.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "collectors/prober/engine/trace_scheduler.h"
 #include "collectors/prober/wire/handshake_io.h"
@@ -23,7 +28,7 @@ namespace {
 [[noreturn]] void usage() {
   std::fprintf(stderr,
                "usage: trace_driver --source ADDR --dest ADDR [--dev NETDEV] --sports FIRST:COUNT [--tos N] [--qpn N]\n"
-               "                    [--rate N] [--burst N] [--max-hops N] [--timeout-ms N]\n");
+               "                    [--rate N] [--burst N] [--max-hops N] [--timeout-ms N] [--workers N] [--locals N]\n");
   std::exit(2);
 }
 
@@ -38,7 +43,9 @@ long number(const char* text) {
 
 int main(int argc, char** argv) {
   std::string source, dest, dev;
-  long first = -1, count = 1, tos = 0, qpn = 0x11, rate = 10, burst = 10, hops = 8, timeout_ms = 250;
+  TraceSchedulerConfig defaults;
+  long first = -1, count = 1, tos = 0, qpn = 0x11, rate = 10, burst = 10, hops = 8, timeout_ms = 250,
+       workers = defaults.workers, locals = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const char* v = argv[i + 1];
@@ -56,23 +63,25 @@ int main(int argc, char** argv) {
     else if (k == "--burst") burst = number(v);
     else if (k == "--max-hops") hops = number(v);
     else if (k == "--timeout-ms") timeout_ms = number(v);
+    else if (k == "--workers") workers = number(v);
+    else if (k == "--locals") locals = number(v);
     else usage();
   }
   const auto src = address_gid(source), dst = address_gid(dest);
-  if (!src || !dst || first < 1 || first > 65535 || count < 1 || first + count > 65536) usage();
+  if (!src || !dst || first < 1 || first > 65535 || count < 1 || first + count > 65536 || workers < 1 || locals < 1) usage();
   unsigned ifindex = 0;
   if (!dev.empty() && !(ifindex = if_nametoindex(dev.c_str()))) {
     std::fprintf(stderr, "trace_driver: no netdev %s\n", dev.c_str());
     return 2;
   }
   SocketPathTracer tracer;
-  TraceScheduler sched({static_cast<double>(rate), static_cast<double>(burst), 65536}, tracer);
+  TraceScheduler sched({static_cast<double>(rate), static_cast<double>(burst), 65536, static_cast<unsigned>(workers)}, tracer);
   const auto t0 = std::chrono::steady_clock::now();
   sched.start();
   for (long i = 0; i < count; ++i) {
     TraceJob j;
     j.link = static_cast<std::uint64_t>(i + 1);
-    j.local = dev;
+    j.local = dev + "/" + std::to_string(i % locals);
     j.target.source = *src;
     j.target.dest = *dst;
     j.target.ifindex = ifindex;
@@ -84,6 +93,7 @@ int main(int argc, char** argv) {
     sched.request(std::move(j));
   }
   long done = 0;
+  std::vector<std::pair<double, double>> spans;  // each trace's start and end, seconds from t0
   // A guard only: every trace ends within max_hops hop timeouts plus its pacing.
   const auto guard = t0 + std::chrono::seconds(30) + count * (hops * std::chrono::milliseconds(timeout_ms) +
                                                                 std::chrono::milliseconds(1000 * hops / std::max(1L, rate)));
@@ -93,17 +103,28 @@ int main(int argc, char** argv) {
       std::string h;
       for (const auto& x : d.outcome.hops) h += (h.empty() ? "" : ",") + x;
       const auto& o = d.outcome;
-      std::printf("sport=%u result=%s packets=%llu answers=%llu seconds=%.4f binding=%s hops=%s\n", d.job.target.sport,
-                  !o.failure.empty() ? o.failure.c_str() : o.complete ? "complete" : "partial",
-                  static_cast<unsigned long long>(o.packets), static_cast<unsigned long long>(o.answers), d.seconds,
-                  o.device_binding.empty() ? "-" : o.device_binding.c_str(), h.c_str());
+      std::string ignored;
+      for (const auto& [reason, n] : o.ignored) ignored += (ignored.empty() ? "" : ",") + reason + ":" + std::to_string(n);
+      const double start = std::chrono::duration<double>(d.started - t0).count();
+      spans.emplace_back(start, start + d.seconds);
+      std::printf("sport=%u result=%s packets=%llu answers=%llu seconds=%.4f start=%.4f binding=%s ignored=%s hops=%s\n",
+                  d.job.target.sport, !o.failure.empty() ? o.failure.c_str() : o.complete ? "complete" : "partial",
+                  static_cast<unsigned long long>(o.packets), static_cast<unsigned long long>(o.answers), d.seconds, start,
+                  o.device_binding.empty() ? "-" : o.device_binding.c_str(), ignored.empty() ? "-" : ignored.c_str(),
+                  h.c_str());
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   sched.stop();
   const auto c = sched.counters();
-  std::printf("total traces=%ld packets=%llu answers=%llu seconds=%.6f\n", done, static_cast<unsigned long long>(c.packets),
-              static_cast<unsigned long long>(c.answers),
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  // The most traces in flight at once: a sweep over the starts and ends.
+  std::vector<std::pair<double, int>> edges;
+  for (const auto& [a, b] : spans) edges.emplace_back(a, 1), edges.emplace_back(b, -1);
+  std::sort(edges.begin(), edges.end(), [](const auto& x, const auto& y) { return x.first != y.first ? x.first < y.first : x.second < y.second; });
+  int in_flight = 0, max_in_flight = 0;
+  for (const auto& e : edges) max_in_flight = std::max(max_in_flight, in_flight += e.second);
+  std::printf("total traces=%ld packets=%llu answers=%llu seconds=%.6f max_in_flight=%d\n", done,
+              static_cast<unsigned long long>(c.packets), static_cast<unsigned long long>(c.answers),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), max_in_flight);
   return done == count ? 0 : 1;
 }

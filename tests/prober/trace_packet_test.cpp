@@ -162,10 +162,73 @@ TEST_CASE("trace_packet: the token bucket bounds the rate", "[trace]") {
   CHECK(taken <= 42);
 }
 
-TEST_CASE("trace_packet: hop lists mark silent hops and end at a known destination", "[trace]") {
-  CHECK(hop_list({"a", "", "c"}, 0, "d") == std::vector<std::string>{"a", "*", "c"});
-  CHECK(hop_list({"a", "", ""}, 0, "d") == std::vector<std::string>{"a"});          // trailing silence cut
-  CHECK(hop_list({"a", "b", "c"}, 4, "d") == std::vector<std::string>{"a", "b", "c", "d"});
-  CHECK(hop_list({"a", "b", ""}, 4, "d") == std::vector<std::string>{"a", "b"});    // stopped early: partial
-  CHECK(hop_list({}, 0, "d").empty());
+TEST_CASE("trace_packet: hop lists mark silent hops and add nothing the trace did not read", "[trace]") {
+  CHECK(hop_list({"a", "", "c"}) == std::vector<std::string>{"a", "*", "c"});
+  CHECK(hop_list({"a", "", ""}) == std::vector<std::string>{"a"});  // trailing silence cut
+  CHECK(hop_list({"a", "b", "d"}) == std::vector<std::string>{"a", "b", "d"});
+  CHECK(hop_list({"a", "b", ""}) == std::vector<std::string>{"a", "b"});  // stopped early: partial, no destination added
+  CHECK(hop_list({}).empty());
+}
+
+namespace {
+HopAnswer icmp_answer(HopAnswer::Kind kind, const std::string& from) {
+  HopAnswer a;
+  a.kind = kind;
+  a.icmp = true;
+  a.from = from;
+  return a;
+}
+}  // namespace
+
+TEST_CASE("trace_packet: an answer counts only when its quote holds this trace's packet, over every truncation", "[trace]") {
+  const std::uint32_t qpn = 0x123456, sent_ttl = 5;
+  const auto te = icmp_answer(HopAnswer::Kind::kTimeExceeded, "10.0.1.1");
+  const auto pkt = build_trace_packet(qpn, 3);
+  // What the kernel hands back is the quote past the UDP header, as long as the router quoted:
+  // RFC 792's minimum (IP header + 8 bytes) is 0 bytes of it, a Linux router quotes all 16, an
+  // RFC 4884 answer pads the quote to 128 bytes (100 past the UDP header) with zeros.
+  std::vector<std::uint8_t> quote(pkt.begin(), pkt.end());
+  quote.resize(100, 0);
+  for (std::size_t n = 0; n <= quote.size(); ++n) {
+    CAPTURE(n);
+    const auto c = check_answer(te, std::span(quote).first(n), qpn, sent_ttl);
+    if (n < kMinQuotedBth) {
+      CHECK(std::string(c.reason) == "short_quote");  // ports only (checked by the kernel): no QP, no TTL
+      CHECK(c.ttl == 0);
+    } else {
+      CHECK(std::string(c.reason).empty());
+      CHECK(c.ttl == 3);
+    }
+  }
+  // Every truncation of another flow's packet, or of a TTL not sent, or of no trace packet.
+  for (std::size_t n = kMinQuotedBth; n <= kTracePacketSize; ++n) {
+    CAPTURE(n);
+    const auto other = build_trace_packet(qpn + 1, 3);
+    CHECK(std::string(check_answer(te, std::span(other).first(n), qpn, sent_ttl).reason) == "wrong_qpn");
+    const auto later = build_trace_packet(qpn, sent_ttl + 1);
+    CHECK(std::string(check_answer(te, std::span(later).first(n), qpn, sent_ttl).reason) == "wrong_psn");
+    const auto zero = build_trace_packet(qpn, 0);
+    CHECK(std::string(check_answer(te, std::span(zero).first(n), qpn, sent_ttl).reason) == "wrong_psn");
+    for (std::size_t byte : {0u, 1u, 2u, 3u, 4u, 8u}) {
+      auto forged = pkt;
+      forged[byte] ^= 0x40;
+      CHECK(std::string(check_answer(te, std::span(forged).first(n), qpn, sent_ttl).reason) == "not_trace");
+    }
+    if (n > kMinQuotedBth) {
+      auto icrc = pkt;
+      icrc[n - 1] = 1;  // the quoted ICRC is not the zero sent
+      CHECK(std::string(check_answer(te, std::span(icrc).first(n), qpn, sent_ttl).reason) == "not_trace");
+    }
+  }
+  // An unreachable (the destination's port unreachable, a router's) is checked alike.
+  const auto unreach = icmp_answer(HopAnswer::Kind::kUnreachable, "10.0.9.2");
+  CHECK(std::string(check_answer(unreach, {}, qpn, sent_ttl).reason) == "short_quote");
+  CHECK(check_answer(unreach, pkt, qpn, sent_ttl).ttl == 3);
+  // No ICMP (a local error), another ICMP type: never an answer, whatever they quote.
+  HopAnswer local = te;
+  local.icmp = false;
+  CHECK(std::string(check_answer(local, pkt, qpn, sent_ttl).reason) == "local");
+  CHECK(std::string(check_answer(icmp_answer(HopAnswer::Kind::kOther, "10.0.1.1"), pkt, qpn, sent_ttl).reason) ==
+        "other_type");
+  CHECK(std::string(check_answer(icmp_answer(HopAnswer::Kind::kTimeExceeded, ""), pkt, qpn, sent_ttl).reason) == "local");
 }

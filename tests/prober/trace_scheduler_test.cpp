@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <atomic>
 #include <thread>
+#include <condition_variable>
 #include <deque>
+#include <mutex>
 #include <set>
 
 #include "collectors/prober/engine/engine.h"
@@ -40,11 +42,18 @@ struct FakeTracer : PathTracer {
   std::function<void()> during;          // runs inside a trace (before its packets)
   // The hops a trace answers (`packets` of them); null: 10.0.0.1, 10.0.0.2, ...
   std::function<std::vector<std::string>(const TraceTarget&)> route;
+  std::function<TraceOutcome(const TraceTarget&)> script;  // when set: the outcome (its packets paced)
   std::string failure;
   explicit FakeTracer(FakeTime& t) : time(t) {}
   TraceOutcome trace(const TraceTarget& t, const TraceOptions&, const TracePacer& pace) override {
     traced.push_back(t);
     if (during) during();
+    if (script) {
+      TraceOutcome o = script(t);
+      for (std::uint64_t i = 0; i < o.packets; ++i)
+        if (!pace()) return {"stopped"};
+      return o;
+    }
     TraceOutcome o;
     const auto hops = route ? route(t) : std::vector<std::string>{};
     for (unsigned i = 0; i < (route ? hops.size() : packets); ++i) {
@@ -243,7 +252,8 @@ struct Rig {
   TraceTransport t;
   Engine engine;
   std::size_t answered = 0;  // connects answered
-  std::set<unsigned> losing;  // flow indexes whose probes never complete
+  std::set<unsigned> losing;     // flow indexes whose probes never complete
+  std::set<std::uint64_t> lose;  // links whose probes never complete
   explicit Rig(EngineConfig c) : engine(c, t, {kPort}) {
     engine.set_tracer(&sched);
     PeerSpec p;
@@ -261,7 +271,7 @@ struct Rig {
     for (; answered < t.connects.size(); ++answered) engine.handle(connected(t.connects[answered], now));
     if (complete)
       for (auto i = before; i < t.posts.size(); ++i)
-        if (!losing.count(flow_of(t.posts[i].first)))
+        if (!losing.count(flow_of(t.posts[i].first)) && !lose.count(t.posts[i].first))
           engine.handle(testing::completion(t.posts[i].first, t.posts[i].second, now + 10us));
     engine.tick(now);
   }
@@ -354,6 +364,124 @@ TEST_CASE("trace_scheduler: a flow judged lossy gets a fresh trace, ahead, a rec
   r.run(T0 + 20s + 200ms, T0 + 41s, true);
   s = r.engine.snapshot();
   for (const auto& f : s.traces) CHECK(f.fresh.empty());
+}
+
+TEST_CASE("trace_scheduler: a path that grew by a hop is a new path: its new hop is kept, no link of the old one named",
+          "[trace]") {
+  auto c = trace_config();
+  c.flow_rotation = 0ms;
+  Rig r(c);
+  // First traces: flow 0 via R, flow 1 via Q, both reaching the destination.
+  std::uint16_t sport0 = 0;
+  bool grown = false;
+  r.tracer.script = [&](const TraceTarget& t) {
+    TraceOutcome o;
+    if (t.sport == sport0 && grown) {
+      o.hops = {"10.0.0.1", "10.0.0.50", "10.0.0.2"};  // L, the new X, R; the drop after R eats the rest
+      o.packets = 5, o.answers = 3;
+      return o;
+    }
+    o.hops = {"10.0.0.1", t.sport == sport0 ? "10.0.0.2" : "10.0.0.3", "10.2.0.1"};
+    o.complete = true;
+    o.packets = o.answers = 3;
+    return o;
+  };
+  r.run(T0, T0 + 1s, true);
+  REQUIRE(r.t.connects.size() == 2);
+  const auto link0 = r.t.connects[0].link;
+  sport0 = flow_label_to_udp_sport(r.t.connects[0].flow_label);
+  while (r.sched.run_next()) {
+  }
+  r.run(T0 + 1s, T0 + 2s, true);
+  // The path of flow 0 grows by a hop (L X R D) and something after R drops its packets.
+  grown = true;
+  r.lose = {link0};
+  r.run(T0 + 2s, T0 + 10s + 200ms, true);
+  while (r.sched.run_next()) {
+  }
+  r.run(T0 + 10s + 200ms, T0 + 11s, true);
+  const auto s = r.engine.snapshot();
+  bool seen = false;
+  for (const auto& f : s.traces)
+    if (f.sport == sport0) {
+      seen = true;
+      CHECK(f.fresh == std::vector<std::string>{"10.1.0.1", "10.0.0.1", "10.0.0.50", "10.0.0.2"});  // the new hop kept
+      CHECK(f.result == "partial");
+    }
+  CHECK(seen);
+  // Read as the old path cut short, the fresh trace would name R -> D (R is there, D after it),
+  // a link the flow no longer crosses.
+  for (const auto& sl : s.suspects) CHECK_FALSE((sl.link.from == "10.0.0.2" && sl.link.to == "10.2.0.1"));
+  CHECK(s.suspects.empty());
+}
+
+TEST_CASE("trace_scheduler: traces of different links run at once on the worker pool", "[trace]") {
+  struct Meeting : PathTracer {
+    std::mutex mu;
+    std::condition_variable cv;
+    int in = 0, most = 0;
+    TraceOutcome trace(const TraceTarget&, const TraceOptions&, const TracePacer& pace) override {
+      TraceOutcome o;
+      if (pace()) ++o.packets;
+      std::unique_lock lock(mu);
+      most = std::max(most, ++in);
+      cv.notify_all();
+      // Each trace waits for another to be in flight with it (a guard ends the wait should the
+      // pool run one at a time: then `most` stays 1 and the test fails).
+      cv.wait_for(lock, 30s, [this] { return most >= 2; });
+      --in;
+      return o;
+    }
+  } meeting;
+  TraceScheduler s({.rate = 1000, .burst = 1000, .max_queued = 8, .workers = 4}, meeting);
+  s.start();
+  for (std::uint64_t link = 1; link <= 4; ++link) s.request(job(link));
+  std::size_t done = 0;
+  while (done < 4) {
+    done += s.take_results().size();
+    std::this_thread::yield();
+  }
+  s.stop();
+  CHECK(meeting.most >= 2);
+  CHECK(meeting.most <= 4);
+}
+
+TEST_CASE("trace_scheduler: a port with many links waiting leaves workers for the other ports", "[trace]") {
+  // Port A's traces hold their worker until port B's trace has run: with the whole pool on A
+  // (its 6 links asked first), B would never run and A's traces would wait out their guard.
+  struct Held : PathTracer {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool b_ran = false;
+    int most_on_a = 0, on_a = 0;
+    TraceOutcome trace(const TraceTarget& t, const TraceOptions&, const TracePacer& pace) override {
+      TraceOutcome o;
+      if (pace()) ++o.packets;
+      std::unique_lock lock(mu);
+      if (t.sport == 0xC000 + 100) {
+        b_ran = true;
+        cv.notify_all();
+        return o;
+      }
+      most_on_a = std::max(most_on_a, ++on_a);
+      if (!cv.wait_for(lock, 30s, [this] { return b_ran; })) o.failure = "stopped";
+      --on_a;
+      return o;
+    }
+  } held;
+  TraceScheduler s({.rate = 1000, .burst = 1000, .max_queued = 16, .workers = 4}, held);
+  s.start();
+  for (std::uint64_t link = 1; link <= 6; ++link) s.request(job(link, false, "mlx5_0/1"));
+  s.request(job(100, false, "mlx5_1/1"));
+  std::size_t done = 0;
+  while (done < 7) {
+    done += s.take_results().size();
+    std::this_thread::yield();
+  }
+  s.stop();
+  CHECK(held.b_ran);
+  CHECK(held.most_on_a <= 2);  // half the pool
+  CHECK_FALSE(s.counters().results.count("stopped"));
 }
 
 TEST_CASE("trace_scheduler: /prober/traces needs an authenticated caller, valid JSON rows", "[trace]") {

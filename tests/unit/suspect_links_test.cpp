@@ -103,14 +103,31 @@ TEST_CASE("one lossy flow among many clean ones is enough") {
   CHECK(links_of(suspect_links(flows)) == std::vector<HopLink>{{"L", "X"}, {"X", "R"}});
 }
 
-TEST_CASE("a flow that changed path is not narrowed on the old one") {
-  // Its fresh trace went via Y (a re-hash after a routing change): its last hop is not on the
-  // path it had while clean, so the stop says nothing about that path.
+TEST_CASE("a flow that changed path is blamed on neither path when its fresh trace stopped") {
+  // Its fresh trace went via W (a re-hash after a routing change): that is a new path, not the
+  // old one cut short. The links it answered across passed its packets, what lies after its stop
+  // is unknown, and the old path's links are not its: nothing is named.
   auto moved = flow("a", true, kViaX);
   moved.fresh_path = {"S", "L", "W"};
-  auto s = suspect_links({moved, flow("c", false, kViaY)});
-  CHECK(links_of(s) == std::vector<HopLink>{{"L", "X"}, {"X", "R"}});
-  for (auto& x : s) CHECK_FALSE(x.narrowed);
+  CHECK(suspect_links({moved, flow("c", false, kViaY)}).empty());
+  // Complete on the new path: its own links are in question, the old path's are not.
+  moved.fresh_path = {"S", "L", "W", "R", "D"};
+  moved.fresh_complete = true;
+  CHECK(links_of(suspect_links({moved, flow("c", false, kViaY)})) == std::vector<HopLink>{{"L", "W"}, {"W", "R"}});
+}
+
+TEST_CASE("a path that grew by a hop: the fresh trace is a new path, no link of the old one is named") {
+  // Clean, the flow went S L R D. The path grew (L X R D); the drop is after R. Its fresh trace
+  // stops after R: read on the old path it would name R -> D (R is there, D after it); position
+  // by position it differs (X where R was), so it names nothing.
+  auto grown = flow("a", true, {"S", "L", "R", "D"});
+  grown.fresh_path = {"S", "L", "X", "R", "*", "*"};
+  CHECK(suspect_links({grown, flow("c", false, {"S", "L", "Q", "D"})}).empty());
+  // A fresh trace that is the old path cut short still narrows.
+  grown.fresh_path = {"S", "L", "*", "*"};
+  auto s = suspect_links({grown, flow("c", false, {"S", "L", "Q", "D"})});
+  REQUIRE(links_of(s) == std::vector<HopLink>{{"L", "R"}});
+  CHECK(s[0].narrowed);
 }
 
 TEST_CASE("the greedy cover prefers the link that explains most lossy flows") {

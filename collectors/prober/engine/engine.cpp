@@ -374,8 +374,7 @@ bool Engine::request_trace(Link& l, bool fresh) {
   j.flow_label = l.flow_label;
   j.local = l.local.device + "/" + std::to_string(l.local.port);
   j.target = *l.trace_target;
-  j.options = cfg_.trace;
-  j.options.distance = l.distance;
+  j.options = cfg_.trace;  // nothing of an earlier trace: each learns the path anew
   j.fresh = fresh;
   if (!tracer_->request(std::move(j))) return false;
   l.traced_label = l.flow_label;
@@ -402,7 +401,6 @@ void Engine::take_traces(TimePoint now) {
       ++book_version_;
     }
     l.traced_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    if (o.distance) l.distance = o.distance;
     if (o.hops.empty()) continue;  // nothing answered: the flow's last path stands
     // A repeated trace of this 5-tuple (a lossy flow's fresh one, or a new clean one) that
     // answered another hop where both answered: the rail does not keep a 5-tuple on one path.
@@ -490,7 +488,7 @@ void Engine::rotate_flows(TimePoint now) {
       l.in_flight.clear();  // posted on the old QP: neither lost nor completed
       forget_traces(l);     // a new 5-tuple: another path
       l.trace_target.reset();
-      l.distance = 0, l.lossy = false, l.trace_result.clear(), l.traced_unix = 0, l.fresh_pending = false;
+      l.lossy = false, l.trace_result.clear(), l.traced_unix = 0, l.fresh_pending = false;
       ++l.rotations;
       l.flow_label = link_flow_label(l);  // the next 5-tuple of this flow's slot
       l.state = State::kIdle;

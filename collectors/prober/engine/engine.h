@@ -311,7 +311,6 @@ class Engine {
     std::optional<TraceTarget> trace_target;
     std::uint32_t traced_label = 0;
     bool lossy = false;
-    std::size_t distance = 0;  // the destination's distance learned by a trace (0: unknown)
     std::string trace_result;
     double traced_unix = 0;
     // Turned lossy and its fresh trace not back yet: it names nothing until then (the fresh

@@ -15,18 +15,20 @@ TraceScheduler::TraceScheduler(TraceSchedulerConfig cfg, PathTracer& tracer, Clo
   cfg_.rate = std::max(cfg_.rate, 0.001);
   cfg_.burst = std::max(cfg_.burst, 1.0);
   cfg_.max_queued = std::max<std::size_t>(cfg_.max_queued, 1);
+  cfg_.workers = std::clamp(cfg_.workers, 1u, 64u);
 }
 
 TraceScheduler::~TraceScheduler() { stop(); }
 
 void TraceScheduler::start() {
-  if (thread_.joinable()) return;
+  if (!threads_.empty()) return;
   {
     std::lock_guard lock(mu_);
     stopping_ = false;
   }
   stop_.reset();
-  thread_ = exporter::named_thread("prober-trace", [this] { worker(); });
+  for (unsigned i = 0; i < cfg_.workers; ++i)
+    threads_.push_back(exporter::named_thread("prober-trace", [this] { worker(); }));
 }
 
 void TraceScheduler::stop() {
@@ -36,7 +38,9 @@ void TraceScheduler::stop() {
   }
   stop_.stop();
   work_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
 }
 
 bool TraceScheduler::request(TraceJob job) {
@@ -77,22 +81,43 @@ TraceCounters TraceScheduler::counters() const {
 }
 
 bool TraceScheduler::pace(const std::string& local) {
-  auto& b = buckets_.try_emplace(local, cfg_.rate, cfg_.burst).first->second;
   for (;;) {
-    const auto now = clock_.now();
-    if (b.take(now)) return true;
-    if (!clock_.sleep_until(b.next(now))) return false;
+    Clock::time_point next;
+    {
+      std::lock_guard lock(buckets_mu_);
+      auto& b = buckets_.try_emplace(local, cfg_.rate, cfg_.burst).first->second;
+      const auto now = clock_.now();
+      if (b.take(now)) return true;
+      next = b.next(now);
+    }
+    if (!clock_.sleep_until(next)) return false;
   }
+}
+
+bool TraceScheduler::can_run(const TraceJob& j) const {
+  if (in_flight_.count(j.link)) return false;
+  // Half the pool at most per local port: a port with many links waiting (all paced by its one
+  // bucket) leaves workers for the other ports' traces.
+  auto it = local_in_flight_.find(j.local);
+  return it == local_in_flight_.end() || it->second < std::max(1u, cfg_.workers / 2);
+}
+
+bool TraceScheduler::runnable() const {
+  for (auto* q : {&fresh_, &plain_})
+    for (const auto& j : *q)
+      if (can_run(j)) return true;
+  return false;
 }
 
 bool TraceScheduler::run_next() {
   TraceJob job;
   {
     std::lock_guard lock(mu_);
-    // Fresh first; inside a queue, the oldest whose link has no trace in flight.
+    // Fresh first; inside a queue, the oldest whose link has no trace in flight (and whose port
+    // has room).
     bool found = false;
     for (auto* q : {&fresh_, &plain_}) {
-      auto it = std::find_if(q->begin(), q->end(), [this](const TraceJob& j) { return !in_flight_.count(j.link); });
+      auto it = std::find_if(q->begin(), q->end(), [this](const TraceJob& j) { return can_run(j); });
       if (it == q->end()) continue;
       job = std::move(*it);
       q->erase(it);
@@ -101,21 +126,25 @@ bool TraceScheduler::run_next() {
     }
     if (!found) return false;
     in_flight_.insert(job.link);
+    ++local_in_flight_[job.local];
   }
   const auto t0 = clock_.now();
   TraceOutcome out = tracer_.trace(job.target, job.options, [this, &job] { return pace(job.local); });
   const double seconds = std::chrono::duration<double>(clock_.now() - t0).count();
   std::lock_guard lock(mu_);
   in_flight_.erase(job.link);
+  if (auto it = local_in_flight_.find(job.local); it != local_in_flight_.end() && --it->second == 0) local_in_flight_.erase(it);
+  work_.notify_all();  // a request of this link waiting behind it may run now
   counters_.packets += out.packets;
   counters_.answers += out.answers;
+  for (const auto& [reason, n] : out.ignored) counters_.ignored[reason] += n;
   const std::string result = !out.failure.empty() ? out.failure : out.complete ? "complete" : "partial";
   ++counters_.results[result];
   if (out.failure == "permission" || out.failure == "socket") counters_.state = out.failure;
   else if (out.failure.empty()) counters_.state = "available";
   if (cancelled_.erase(job.link)) return true;  // the flow it traced is gone
   if (results_.size() >= cfg_.max_queued) results_.erase(results_.begin());  // the loop stalled: keep the newest
-  results_.push_back({std::move(job), std::move(out), seconds});
+  results_.push_back({std::move(job), std::move(out), seconds, t0});
   return true;
 }
 
@@ -124,7 +153,7 @@ void TraceScheduler::worker() {
     {
       std::unique_lock lock(mu_);
       // Woken by request() and stop(); the timeout is a guard only.
-      work_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_ || !fresh_.empty() || !plain_.empty(); });
+      work_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_ || runnable(); });
       if (stopping_) return;
     }
     while (run_next()) {

@@ -1,8 +1,10 @@
 // When the prober's flows are traced (docs/prober.md, "Path tracing"): a bounded queue of trace
 // requests, fresh traces (a flow the last window judged lossy) before the others, at most one
-// trace in flight per link, every packet paced by a token bucket of its local port, run by one
-// background thread ("prober-trace") over a PathTracer (the socket one, or a fake in the tests).
-// The engine's loop requests and cancels and takes the results; nothing here blocks it.
+// trace in flight per link, every packet paced by a token bucket of its local port, run by a
+// small pool of background threads ("prober-trace") over a PathTracer (the socket one, or a fake
+// in the tests): traces of different links run at once, so one trace's silent waits do not hold
+// the others back; the buckets alone bound the packets. The engine's loop requests and cancels
+// and takes the results; nothing here blocks it.
 //
 // Why a bucket per local port: switches answer TTL-expired packets from their CPU, policed by
 // CoPP, and a node that starts with many links would otherwise send one trace per flow at once
@@ -41,17 +43,21 @@ struct TraceDone {
   TraceJob job;
   TraceOutcome outcome;
   double seconds = 0;  // how long the trace took
+  std::chrono::steady_clock::time_point started{};  // when it began (the scheduler's clock)
 };
 
 struct TraceSchedulerConfig {
   double rate = 10;   // trace packets per second per local port
   double burst = 10;  // and at once
   std::size_t max_queued = 4096;  // requests waiting (one per link at most), and results not yet taken
+  unsigned workers = 8;           // traces in flight at once (each one socket and one thread), half
+                                  // of them at most on one local port
 };
 
 struct TraceCounters {
   std::map<std::string, std::uint64_t> results;  // complete, partial, or the failure reason
   std::uint64_t packets = 0, answers = 0;
+  std::map<std::string, std::uint64_t> ignored;  // ICMP answers not taken, by reason (path_tracer.h)
   std::uint64_t queue_full = 0;  // requests dropped: the queue held max_queued
   // available, or the reason traces cannot run on this host (permission, socket): the last
   // trace's setup says; a per-flow reason (port_in_use, no_route, no_answer) leaves it.
@@ -72,8 +78,8 @@ class TraceScheduler {
   TraceScheduler(const TraceScheduler&) = delete;
   TraceScheduler& operator=(const TraceScheduler&) = delete;
 
-  void start();  // the worker thread
-  void stop();   // ends a trace in progress at its next packet (within one hop timeout), joins
+  void start();  // the worker threads
+  void stop();   // ends the traces in progress at their next packet (within one hop timeout), joins
 
   // The engine's loop. A link has at most one request waiting: a new one replaces it (a fresh
   // one moves it ahead). False when the queue is full (counted).
@@ -91,6 +97,8 @@ class TraceScheduler {
  private:
   bool pace(const std::string& local);
   void worker();
+  bool can_run(const TraceJob& j) const;  // its link has no trace in flight, its port room (mu_ held)
+  bool runnable() const;                  // a waiting job can_run (mu_ held)
 
   TraceSchedulerConfig cfg_;
   PathTracer& tracer_;
@@ -101,10 +109,12 @@ class TraceScheduler {
   bool stopping_ = false;
   std::deque<TraceJob> fresh_, plain_;
   std::set<std::uint64_t> in_flight_, cancelled_;
+  std::map<std::string, unsigned> local_in_flight_;  // traces in flight per local port
   std::vector<TraceDone> results_;
   TraceCounters counters_;
-  std::map<std::string, TokenBucket> buckets_;  // worker only
-  std::thread thread_;
+  std::mutex buckets_mu_;  // the workers share a local port's bucket
+  std::map<std::string, TokenBucket> buckets_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace rdma::collectors::prober

@@ -140,14 +140,13 @@ bool send_packet(int fd, const std::array<std::uint8_t, kTracePacketSize>& p) {
   return false;
 }
 
-struct Answer {
+struct Read {
   HopAnswer hop;
-  bool icmp = false;      // an ICMP answer (else another error-queue entry: ignored)
-  std::uint32_t ttl = 0;  // from the quoted packet; 0: the router quoted too little of it
+  AnswerCheck check;
 };
 
-// One error-queue message, or nullopt when the queue is empty.
-std::optional<Answer> read_error(int fd, std::uint32_t dest_qpn) {
+// One error-queue message, or nullopt when the queue is empty. `sent_ttl`: the highest TTL sent.
+std::optional<Read> read_error(int fd, std::uint32_t dest_qpn, std::uint32_t sent_ttl) {
   std::uint8_t payload[256];
   alignas(cmsghdr) std::uint8_t control[512];
   sockaddr_storage from{};
@@ -161,17 +160,12 @@ std::optional<Answer> read_error(int fd, std::uint32_t dest_qpn) {
   m.msg_controllen = sizeof(control);
   const ssize_t n = ::recvmsg(fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT);
   if (n < 0) return std::nullopt;
-  Answer a;
-  auto hop = decode_error_queue({control, std::min<std::size_t>(m.msg_controllen, sizeof(control))});
-  if (!hop) return a;  // an entry that is no ICMP answer: ignored
-  a.hop = *hop;
-  // A local error (SO_EE_ORIGIN_LOCAL: no sender address) is no hop's answer.
-  a.icmp = hop->kind != HopAnswer::Kind::kOther || !hop->from.empty();
-  if (auto f = parse_trace_packet({payload, static_cast<std::size_t>(std::max<ssize_t>(0, n))})) {
-    if (f->dest_qpn != dest_qpn) a.icmp = false;  // not a packet of this trace
-    a.ttl = f->seq;
-  }
-  return a;
+  Read r;
+  if (auto hop = decode_error_queue({control, std::min<std::size_t>(m.msg_controllen, sizeof(control))})) r.hop = *hop;
+  // The payload is what the answer quotes past the UDP header (at most the buffer: more is not looked at).
+  r.check = check_answer(r.hop, {payload, static_cast<std::size_t>(std::clamp<ssize_t>(n, 0, sizeof(payload)))}, dest_qpn,
+                         sent_ttl);
+  return r;
 }
 
 }  // namespace
@@ -186,63 +180,89 @@ TraceOutcome SocketPathTracer::trace(const TraceTarget& t, const TraceOptions& o
     return out;
   }
   const std::string dest = gid_address(t.dest);
-  const unsigned max_hops = std::clamp(o.max_hops, 1u, 64u);
-  // Once the distance is known the destination is not sent to again: it is appended.
-  const unsigned last_ttl = o.distance > 1 ? std::min<unsigned>(max_hops, static_cast<unsigned>(o.distance - 1)) : max_hops;
-  std::vector<std::string> answers(last_ttl);  // "" = no answer (hop_list makes it "*")
-  std::vector<bool> got(last_ttl, false);
-  bool reached = false, unreachable = false;
-  out.distance = o.distance;
-  // An answer whose quote is too short to name its TTL (RFC 792 asks for 8 bytes past the IP
-  // header: the UDP header only) is the current TTL's: one TTL is outstanding at a time, so only
-  // a late answer of an earlier, timed-out TTL could be misread so.
-  unsigned current = 0;
-  auto take = [&](Answer a) {
-    if (!a.icmp) return;
-    if (a.ttl == 0) a.ttl = current;
-    if (a.ttl == 0 || a.ttl > last_ttl) return;
-    ++out.answers;
-    if (!got[a.ttl - 1]) got[a.ttl - 1] = true, answers[a.ttl - 1] = a.hop.from;
-    if (a.hop.from == dest) {
-      reached = true;
-      if (!out.distance || a.ttl < out.distance) out.distance = a.ttl;
-    } else if (a.hop.kind == HopAnswer::Kind::kUnreachable) {
-      unreachable = true;
-    }
+  const unsigned max_hops = std::clamp(o.max_hops, 1u, 64u), stop_after = std::max(1u, o.stop_after_silent);
+  struct Sent {
+    Clock::time_point at, deadline;
   };
-  unsigned silent = 0, sent_ttl = 0;
-  for (unsigned ttl = 1; ttl <= last_ttl && !reached && !unreachable; ++ttl) {
-    if (!pace()) {
-      out.failure = "stopped";
-      return out;
+  std::vector<Sent> sent;                      // by TTL - 1
+  std::vector<std::string> answers(max_hops);  // "" = no answer (hop_list makes it "*")
+  std::vector<bool> got(max_hops, false);
+  unsigned reached = 0;  // the TTL the destination answered (0: it did not)
+  bool unreachable = false;
+  Clock::duration max_rtt{};  // of this trace's answers so far
+  auto take = [&](const Read& r) {
+    const char* why = r.check.reason;
+    const unsigned ttl = r.check.ttl;
+    if (!*why && got[ttl - 1]) why = "duplicate";
+    if (!*why && r.hop.from == dest && r.hop.kind != HopAnswer::Kind::kUnreachable) why = "not_trace";
+    if (!*why && reached && ttl > reached) why = "beyond_destination";
+    if (*why) {
+      ++out.ignored[why];
+      return;
     }
-    if (!set_ttl(s.fd.fd, e.family, static_cast<int>(ttl)) || !send_packet(s.fd.fd, build_trace_packet(t.dest_qpn, ttl))) {
-      out.failure = setup_failure(errno);
-      break;
+    ++out.answers;
+    got[ttl - 1] = true;
+    answers[ttl - 1] = r.hop.from;
+    max_rtt = std::max(max_rtt, Clock::now() - sent[ttl - 1].at);
+    if (r.hop.from == dest) reached = reached ? std::min(reached, ttl) : ttl;
+    else if (r.hop.kind == HopAnswer::Kind::kUnreachable) unreachable = true;
+  };
+  // TTLs go out one after another; the next goes when the last one answered or, once an answer
+  // of this trace showed the round trip, when the last one has been silent for `gap` (4 round
+  // trips, at least hop_timeout / 5, at most hop_timeout): a silent destination or router then
+  // costs gap + hop_timeout for its stop_after_silent (2) TTLs together, not a hop_timeout each.
+  // At most stop_after_silent TTLs are out unanswered past the last answered one, as when sent
+  // one at a time, so the packets are the same, but for one more TTL when an answer that ends the
+  // trace comes later than the gap.
+  for (;;) {
+    while (auto r = read_error(s.fd.fd, t.dest_qpn, static_cast<std::uint32_t>(sent.size()))) take(*r);
+    if (reached || unreachable) break;
+    const auto now = Clock::now();
+    std::size_t last_answered = 0;  // TTL
+    for (std::size_t i = 0; i < sent.size(); ++i)
+      if (got[i]) last_answered = i + 1;
+    std::size_t silent = 0, pending = 0;  // after the last answered TTL: past their deadline, still waited for
+    for (std::size_t i = last_answered; i < sent.size(); ++i) (sent[i].deadline <= now ? silent : pending) += 1;
+    if (silent >= stop_after) break;
+    const Clock::duration timeout = o.hop_timeout;
+    const Clock::duration gap =
+        max_rtt > Clock::duration::zero() ? std::clamp<Clock::duration>(4 * max_rtt, timeout / 5, timeout) : timeout;
+    const bool more = sent.size() < max_hops && silent + pending < stop_after;
+    const auto send_at = sent.size() == last_answered ? now : sent.back().at + gap;
+    if (more && send_at <= now) {
+      if (!pace()) {
+        out.failure = "stopped";
+        return out;
+      }
+      const unsigned ttl = static_cast<unsigned>(sent.size()) + 1;
+      if (!set_ttl(s.fd.fd, e.family, static_cast<int>(ttl)) || !send_packet(s.fd.fd, build_trace_packet(t.dest_qpn, ttl))) {
+        out.failure = setup_failure(errno);
+        break;
+      }
+      ++out.packets;
+      const auto at = Clock::now();
+      sent.push_back({at, at + o.hop_timeout});
+      continue;
     }
-    ++out.packets;
-    sent_ttl = current = ttl;
-    const auto deadline = Clock::now() + o.hop_timeout;
-    while (!got[ttl - 1] && !reached && !unreachable) {
-      while (auto a = read_error(s.fd.fd, t.dest_qpn)) take(*a);
-      if (got[ttl - 1] || reached || unreachable) break;
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      if (left <= 0) break;
-      pollfd p{s.fd.fd, POLLERR, 0};  // the error queue wakes poll with POLLERR
-      if (::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000))) < 0 && errno != EINTR) break;
-    }
-    silent = got[ttl - 1] ? 0 : silent + 1;
-    if (silent >= std::max(1u, o.stop_after_silent)) break;
+    if (!pending) break;  // every TTL sent is answered or silent, and no more may go
+    auto wake = Clock::time_point::max();
+    for (std::size_t i = last_answered; i < sent.size(); ++i)
+      if (sent[i].deadline > now) wake = std::min(wake, sent[i].deadline);
+    if (more) wake = std::min(wake, send_at);
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(wake - now).count();
+    pollfd p{s.fd.fd, POLLERR, 0};  // the error queue wakes poll with POLLERR
+    if (::poll(&p, 1, static_cast<int>(std::clamp<long long>(left, 0, 1000))) < 0 && errno != EINTR) break;
   }
-  while (auto a = read_error(s.fd.fd, t.dest_qpn)) take(*a);  // late answers already queued
-  answers.resize(sent_ttl);
+  while (auto r = read_error(s.fd.fd, t.dest_qpn, static_cast<std::uint32_t>(sent.size()))) take(*r);  // already queued
+  answers.resize(sent.size());
   if (reached) {
     // The hop list ends at the destination's answer; later TTLs, if any answered, are dropped.
-    answers.resize(out.distance);
+    answers.resize(reached);
     answers.back() = dest;
   }
-  out.hops = hop_list(answers, reached ? 0 : out.distance, dest);
-  out.complete = reached || (!out.hops.empty() && out.hops.back() == dest);
+  out.hops = hop_list(answers);
+  out.complete = reached != 0;
+  out.distance = reached;
   if (out.failure.empty() && out.answers == 0) out.failure = "no_answer";
   return out;
 }

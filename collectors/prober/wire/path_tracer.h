@@ -4,18 +4,22 @@
 // the flow's destination QP: trace_packet.h), the answers read from the socket's error queue
 // (IP_RECVERR / IPV6_RECVERR): no raw socket, no privilege beyond binding to the netdev.
 //
-// A trace sends TTL 1, 2, ... one at a time, each after a token of the caller's pacer, and waits
-// up to hop_timeout for that TTL's answer (answers of earlier TTLs that come late are still
-// taken, the quoted PSN names their TTL). It stops at the destination's answer (an unreachable
-// from the destination address: a host without a RoCE listener on 4791), at an unreachable from
-// a router, after `stop_after_silent` unanswered TTLs in a row, at max_hops, or one hop short of
-// the destination once its distance is known (then the destination ends the hop list). Every
-// wait has a deadline; memory is bounded by max_hops.
+// A trace sends TTL 1, 2, ..., each after a token of the caller's pacer, and waits up to
+// hop_timeout for each TTL's answer; an answer counts only when it quotes this trace's packet
+// (check_answer: the BTH with the flow's destination QP and a TTL sent in the PSN), which also
+// names the TTL it answers, so a late answer is put at its hop and several TTLs may be out at
+// once (the silent tail overlaps: see trace()). Everything else is counted by reason and
+// ignored. It stops at the destination's answer (an unreachable from the destination address:
+// a host without a RoCE listener on 4791), at an unreachable from a router, after
+// `stop_after_silent` unanswered TTLs in a row, or at max_hops. Nothing is carried from an
+// earlier trace: each learns the path and the destination's distance anew. Every wait has a
+// deadline; memory is bounded by max_hops.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,8 +41,6 @@ struct TraceOptions {
   unsigned max_hops = 8;
   std::chrono::milliseconds hop_timeout{250};
   unsigned stop_after_silent = 2;
-  // The destination's distance in hops learned by an earlier trace of the flow (0: unknown).
-  std::size_t distance = 0;
 };
 
 struct TraceOutcome {
@@ -48,9 +50,11 @@ struct TraceOutcome {
   // stopped (the prober stopped meanwhile), no_answer (not one hop answered).
   std::string failure;
   std::vector<std::string> hops;  // hop_list(): "*" for unanswered TTLs, the destination last when reached
-  bool complete = false;          // reached the destination (or its known distance)
-  std::size_t distance = 0;       // the destination's distance when it answered (else the options')
-  std::uint64_t packets = 0, answers = 0;  // trace packets sent, ICMP answers read
+  bool complete = false;          // the destination answered this trace
+  std::size_t distance = 0;       // the TTL the destination answered at in this trace (0: it did not)
+  std::uint64_t packets = 0, answers = 0;  // trace packets sent, ICMP answers taken
+  std::map<std::string, std::uint64_t> ignored;  // answers not taken, by reason (AnswerCheck, and
+                                                 // duplicate, beyond_destination)
   // How the socket is tied to the netdev: "bindtodevice", "unicast_if" (SO_BINDTODEVICE refused
   // unprivileged), "" when no ifindex was given or the trace failed before.
   std::string device_binding;

@@ -112,6 +112,7 @@ std::optional<HopAnswer> decode_error_queue(std::span<const std::uint8_t> contro
       std::memcpy(&e, control.data() + data, sizeof(e));
       HopAnswer a;
       a.kind = classify(e);
+      a.icmp = e.ee_origin == SO_EE_ORIGIN_ICMP || e.ee_origin == SO_EE_ORIGIN_ICMP6;
       a.error = static_cast<int>(e.ee_errno);
       a.from = offender(control.data() + data + sizeof(e), len - sizeof(e));
       return a;
@@ -121,6 +122,23 @@ std::optional<HopAnswer> decode_error_queue(std::span<const std::uint8_t> contro
     off = next;
   }
   return std::nullopt;
+}
+
+AnswerCheck check_answer(const HopAnswer& a, std::span<const std::uint8_t> q, std::uint32_t dest_qpn, std::uint32_t sent_ttl) {
+  const auto no = [](const char* reason) { return AnswerCheck{0, reason}; };
+  if (!a.icmp || a.from.empty()) return no("local");
+  if (a.kind == HopAnswer::Kind::kOther) return no("other_type");
+  if (q.size() < kMinQuotedBth) return no("short_quote");
+  const auto sent = build_trace_packet(dest_qpn, 0);
+  // Opcode, TVer and the flags beside it, P_Key, the bytes sent as 0, and what is quoted of the ICRC.
+  for (std::size_t i : {0u, 1u, 2u, 3u, 4u, 8u})
+    if (q[i] != sent[i]) return no("not_trace");
+  for (std::size_t i = kMinQuotedBth; i < std::min(q.size(), kTracePacketSize); ++i)
+    if (q[i] != sent[i]) return no("not_trace");
+  if (q[5] != sent[5] || q[6] != sent[6] || q[7] != sent[7]) return no("wrong_qpn");
+  const std::uint32_t psn = (std::uint32_t{q[9]} << 16) | (std::uint32_t{q[10]} << 8) | q[11];
+  if (psn == 0 || psn > sent_ttl) return no("wrong_psn");
+  return AnswerCheck{psn, ""};
 }
 
 void TokenBucket::refill(Clock::time_point now) {
@@ -150,7 +168,7 @@ TokenBucket::Clock::time_point TokenBucket::next(Clock::time_point now) const {
          Clock::duration(1);
 }
 
-std::vector<std::string> hop_list(const std::vector<std::string>& answers, std::size_t distance, const std::string& destination) {
+std::vector<std::string> hop_list(const std::vector<std::string>& answers) {
   std::vector<std::string> hops;
   std::size_t last = 0;  // answered hops up to here
   for (std::size_t i = 0; i < answers.size(); ++i) {
@@ -158,8 +176,6 @@ std::vector<std::string> hop_list(const std::vector<std::string>& answers, std::
     if (!answers[i].empty()) last = i + 1;
   }
   hops.resize(last);
-  if (distance > 1 && last == distance - 1 && !destination.empty() && (hops.empty() || hops.back() != destination))
-    hops.push_back(destination);
   return hops;
 }
 

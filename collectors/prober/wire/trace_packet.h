@@ -74,6 +74,7 @@ std::optional<TracePacketFields> parse_trace_packet(std::span<const std::uint8_t
 struct HopAnswer {
   enum class Kind : std::uint8_t { kTimeExceeded, kUnreachable, kOther };
   Kind kind = Kind::kOther;
+  bool icmp = false;  // sent by a router or host (SO_EE_ORIGIN_ICMP / _ICMP6), not the local stack
   std::string from;  // numeric address of the router (or host) that sent the ICMP error, "" if none
   int error = 0;     // ee_errno
 };
@@ -81,6 +82,27 @@ struct HopAnswer {
 // msg_controllen): the IP_RECVERR / IPV6_RECVERR sock_extended_err and the offender address after
 // it. nullopt when the buffer holds none (or a truncated one).
 std::optional<HopAnswer> decode_error_queue(std::span<const std::uint8_t> control);
+
+// Whether an ICMP answer is one of this trace's (docs/prober.md, "Answers are checked"). The
+// kernel hands an error to the socket only when the quoted IP and UDP headers carry the socket's
+// addresses and ports (its UDP socket lookup on the quoted 4-tuple: the source port is checked
+// there), and hands back what the answer quotes past the UDP header: `quoted`. That must hold the
+// trace packet's BTH, at least its first 12 bytes, equal to what this trace sent: opcode, TVer,
+// P_Key 0, the flow's destination QP, and in the PSN a TTL the trace has sent (1..sent_ttl); what
+// is quoted of the ICRC after it must be the zero sent; more bytes (RFC 4884's padding to 128 and
+// its extensions, or a router quoting past the packet) are not looked at. A shorter quote (RFC
+// 792's minimum, IP header + 8 bytes, ends at the UDP header: 0 bytes here) names no QP nor TTL,
+// so it cannot tell this trace's answer from a forged one, nor which TTL it answers: ignored.
+struct AnswerCheck {
+  std::uint32_t ttl = 0;  // the TTL answered (the quoted PSN) when accepted
+  // "" accepted; else why not (the `reason` of rdma_prober_trace_answers_ignored_total):
+  // local (no ICMP: a local error), other_type (ICMP neither time exceeded nor unreachable),
+  // short_quote (fewer than 12 bytes of BTH quoted), not_trace (the quote is no trace packet),
+  // wrong_qpn (another flow's destination QP), wrong_psn (a TTL this trace did not send).
+  const char* reason = "";
+};
+inline constexpr std::size_t kMinQuotedBth = 12;
+AnswerCheck check_answer(const HopAnswer& a, std::span<const std::uint8_t> quoted, std::uint32_t dest_qpn, std::uint32_t sent_ttl);
 
 // A token bucket (rate per second, burst): a few packets per second per link, as switches answer
 // TTL-expired packets from a rate-limited CPU path.
@@ -99,10 +121,9 @@ class TokenBucket {
   bool started_ = false;
 };
 
-// The hop list of a trace from its answers by TTL (answers[i] = TTL i+1; "" = no answer):
-// unanswered hops become "*", trailing unanswered hops are cut, and when the trace answered up to
-// `distance` - 1 (the destination's distance learned from an earlier trace; 0: unknown) the
-// destination address is appended (the last link, to the destination, is then a link too).
-std::vector<std::string> hop_list(const std::vector<std::string>& answers, std::size_t distance, const std::string& destination);
+// The hop list of a trace from its answers by TTL (answers[i] = TTL i+1; "" = no answer; the
+// destination's address last when it answered): unanswered hops become "*", trailing unanswered
+// hops are cut. Only what this trace read: no distance learned earlier adds a hop.
+std::vector<std::string> hop_list(const std::vector<std::string>& answers);
 
 }  // namespace rdma::collectors::prober
