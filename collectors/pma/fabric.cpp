@@ -493,7 +493,7 @@ TargetAnswer FabricLoop::read_target(std::uint64_t guid, const std::vector<int>&
   for (const FabricPort* fp : wanted) key += "," + std::to_string(fp->number);
   bool shared = false;
   TargetAnswer a = target_reads_.get(key, [&] { return read_target_now(*n, wanted, q, budget.has_value(), deadline); },
-                                     &shared);
+                                     &shared, deadline);
   {
     TargetCounters& c = target_counters();
     std::lock_guard lock(c.mu);

@@ -15,7 +15,9 @@ namespace rdma::collectors::prober {
 inline constexpr std::size_t kMaxTraceRows = 4096;
 
 // `traces` null: the prober is not running (an empty list). `tracing` false: tracing is off.
+// The hop addresses map the fabric's routers: the access rule of /probe
+// (exporter::refuse_unauthenticated) first, anonymous callers only when `allow_unauthenticated`.
 exporter::HttpResponse traces_response(const std::vector<FlowTrace>* traces, bool tracing,
-                                       const exporter::RequestIdentity& who);
+                                       const exporter::RequestIdentity& who, bool allow_unauthenticated = false);
 
 }  // namespace rdma::collectors::prober
