@@ -59,6 +59,31 @@ std::string get(int port, const std::string& path, const std::string& extra = ""
   return raw(port, "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + extra + "\r\n");
 }
 
+// Handlers that stay inside until the test lets them go: how a test holds slots or workers.
+struct Hold {
+  std::mutex mu;
+  std::condition_variable cv;
+  int inside = 0;
+  bool released = false;
+  void enter() {  // in a handler: counts itself in, then waits for release()
+    std::unique_lock lock(mu);
+    ++inside;
+    cv.notify_all();
+    cv.wait(lock, [&] { return released; });
+  }
+  void wait_inside(int n) {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return inside >= n; });
+  }
+  void release() {
+    {
+      std::lock_guard lock(mu);
+      released = true;
+    }
+    cv.notify_all();
+  }
+};
+
 int status(const std::string& response) {
   if (response.rfind("HTTP/1.1 ", 0) != 0) return 0;
   return std::stoi(response.substr(9, 3));
@@ -113,34 +138,21 @@ TEST_CASE("http: request bodies and oversized heads are refused", "[http]") {
 }
 
 TEST_CASE("http: scrapes over the limit get 503 at once, other endpoints keep answering", "[http]") {
-  std::mutex mu;
-  std::condition_variable cv;
-  int inside = 0;
-  bool release = false;
+  Hold hold;
   HttpHandlers h{[&](auto) {
-                   std::unique_lock lock(mu);
-                   ++inside;
-                   cv.notify_all();
-                   cv.wait(lock, [&] { return release; });
+                   hold.enter();
                    return std::make_shared<const std::string>("up 1\n");
                  },
                  [] { return std::string("<html/>"); }};
   HttpServer s(local(2), h);
   auto a = std::async(std::launch::async, [&] { return status(get(s.port(), "/metrics")); });
   auto b = std::async(std::launch::async, [&] { return status(get(s.port(), "/metrics")); });
-  {
-    std::unique_lock lock(mu);
-    cv.wait(lock, [&] { return inside == 2; });
-  }
+  hold.wait_inside(2);
   auto third = get(s.port(), "/metrics");  // answered while both slots are held
   CHECK(status(third) == 503);
   CHECK(third.find("Retry-After: 1") != std::string::npos);
   CHECK(status(get(s.port(), "/healthz")) == 200);
-  {
-    std::lock_guard lock(mu);
-    release = true;
-  }
-  cv.notify_all();
+  hold.release();
   CHECK(a.get() == 200);
   CHECK(b.get() == 200);
   CHECK(status(get(s.port(), "/metrics")) == 200);  // slots are given back
@@ -268,15 +280,10 @@ TEST_CASE("http: a collector's extra path answering the text format is gzipped w
 }
 
 TEST_CASE("http: a collector's extra path gets the raw query and is admitted apart from the scrapes", "[http]") {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool inside = false, release = false;
+  Hold hold;
   HttpHandlers h = simple();
   h.metrics_text = [&](auto) {
-    std::unique_lock lock(mu);
-    inside = true;
-    cv.notify_all();
-    cv.wait(lock, [&] { return release; });
+    hold.enter();
     return std::make_shared<const std::string>("up 1\n");
   };
   h.extra_path = [](std::string_view path, std::string_view query) -> std::optional<HttpResponse> {
@@ -294,17 +301,10 @@ TEST_CASE("http: a collector's extra path gets the raw query and is admitted apa
   CHECK(s.stats().not_found.load() == 1);
   // the one scrape slot is held by a scrape: the extra path is still answered (its own pool)
   auto a = std::async(std::launch::async, [&] { return status(get(s.port(), "/metrics")); });
-  {
-    std::unique_lock lock(mu);
-    cv.wait(lock, [&] { return inside; });
-  }
+  hold.wait_inside(1);
   CHECK(status(get(s.port(), "/probe?module=a&target=b")) == 200);
   CHECK(status(get(s.port(), "/metrics")) == 503);  // while a second scrape is refused
-  {
-    std::lock_guard lock(mu);
-    release = true;
-  }
-  cv.notify_all();
+  hold.release();
   CHECK(a.get() == 200);
   CHECK(s.stats().too_many_other.load() == 0);
 }
@@ -341,15 +341,9 @@ TEST_CASE("http: connections without a complete head within head_timeout hold no
 }
 
 TEST_CASE("http: /healthz is answered while every worker runs a scrape", "[http]") {
-  std::mutex mu;
-  std::condition_variable cv;
-  int inside = 0;
-  bool release = false;
+  Hold hold;
   HttpHandlers h{[&](auto) {
-                   std::unique_lock lock(mu);
-                   ++inside;
-                   cv.notify_all();
-                   cv.wait(lock, [&] { return release; });
+                   hold.enter();
                    return std::make_shared<const std::string>("up 1\n");
                  },
                  [] { return std::string("<html/>"); }};
@@ -358,10 +352,7 @@ TEST_CASE("http: /healthz is answered while every worker runs a scrape", "[http]
   HttpServer s(o, h);
   auto a = std::async(std::launch::async, [&] { return status(get(s.port(), "/metrics")); });
   auto b = std::async(std::launch::async, [&] { return status(get(s.port(), "/metrics")); });
-  {
-    std::unique_lock lock(mu);
-    cv.wait(lock, [&] { return inside == 2; });
-  }
+  hold.wait_inside(2);
   // Both workers are inside a scrape: the gate answers the kubelet itself, GET and HEAD.
   auto health = get(s.port(), "/healthz");
   CHECK(status(health) == 200);
@@ -370,28 +361,18 @@ TEST_CASE("http: /healthz is answered while every worker runs a scrape", "[http]
   CHECK(status(head) == 200);
   CHECK(head.find("ok\n") == std::string::npos);
   CHECK(status(get(s.port(), "/healthz?verbose=1")) == 200);
-  {
-    std::lock_guard lock(mu);
-    release = true;
-  }
-  cv.notify_all();
+  hold.release();
   CHECK(a.get() == 200);
   CHECK(b.get() == 200);
   CHECK(s.stats().gate.healthz.load() == 3);
 }
 
 TEST_CASE("http: collectors' paths have their own admission pool, never the scrapes' slots", "[http]") {
-  std::mutex mu;
-  std::condition_variable cv;
-  int inside = 0;
-  bool release = false;
+  Hold hold;
   HttpHandlers h = simple();
   h.extra_path = [&](std::string_view path, std::string_view) -> std::optional<HttpResponse> {
     if (path != "/pma") return std::nullopt;
-    std::unique_lock lock(mu);
-    ++inside;
-    cv.notify_all();
-    cv.wait(lock, [&] { return release; });
+    hold.enter();
     return HttpResponse{200, "text/plain; charset=utf-8", "pma\n"};
   };
   auto o = local(1);  // one scrape slot
@@ -399,19 +380,12 @@ TEST_CASE("http: collectors' paths have their own admission pool, never the scra
   HttpServer s(o, h);
   auto a = std::async(std::launch::async, [&] { return status(get(s.port(), "/pma?target=1")); });
   auto b = std::async(std::launch::async, [&] { return status(get(s.port(), "/pma?target=2")); });
-  {
-    std::unique_lock lock(mu);
-    cv.wait(lock, [&] { return inside == 2; });
-  }
+  hold.wait_inside(2);
   auto third = get(s.port(), "/pma?target=3");
   CHECK(status(third) == 503);
   CHECK(third.find("--web.max-concurrent-other-requests") != std::string::npos);
   CHECK(status(get(s.port(), "/metrics")) == 200);  // the scrape's one slot is free
-  {
-    std::lock_guard lock(mu);
-    release = true;
-  }
-  cv.notify_all();
+  hold.release();
   CHECK(a.get() == 200);
   CHECK(b.get() == 200);
   CHECK(s.stats().too_many_other.load() == 1);
