@@ -60,17 +60,16 @@ bool contains_header(std::string_view head, std::string_view name) {  // name lo
 
 // "GET /healthz ..." or "HEAD /healthz?x ..." without a body: the one request the gate answers.
 // Anything else (a body, pipelined bytes) goes to civetweb, which answers it as before.
-enum class Healthz { kNo, kGet, kHead };
-Healthz healthz_request(std::string_view buf, std::size_t end) {
-  if (end != buf.size()) return Healthz::kNo;  // pipelined: civetweb keeps the order
+HeadVerdict healthz_request(std::string_view buf, std::size_t end) {
+  if (end != buf.size()) return HeadVerdict::kRelay;  // pipelined: civetweb keeps the order
   std::string_view head = buf.substr(0, end);
-  Healthz kind = Healthz::kNo;
-  if (head.starts_with("GET /healthz")) kind = Healthz::kGet, head.remove_prefix(12);
-  else if (head.starts_with("HEAD /healthz")) kind = Healthz::kHead, head.remove_prefix(13);
-  else return Healthz::kNo;
-  if (head.empty() || (head.front() != ' ' && head.front() != '?')) return Healthz::kNo;
+  HeadVerdict kind = HeadVerdict::kRelay;
+  if (head.starts_with("GET /healthz")) kind = HeadVerdict::kHealthzGet, head.remove_prefix(12);
+  else if (head.starts_with("HEAD /healthz")) kind = HeadVerdict::kHealthzHead, head.remove_prefix(13);
+  else return HeadVerdict::kRelay;
+  if (head.empty() || (head.front() != ' ' && head.front() != '?')) return HeadVerdict::kRelay;
   if (contains_header(buf.substr(0, end), "content-length:") || contains_header(buf.substr(0, end), "transfer-encoding:"))
-    return Healthz::kNo;
+    return HeadVerdict::kRelay;
   return kind;
 }
 
@@ -318,20 +317,14 @@ class Loop {
       if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return close_conn(it);
       break;
     }
-    bool complete = c.head.size() >= o_.max_head;
-    std::size_t end = std::string_view::npos;
-    if (!complete) {
-      if (o_.tls) complete = tls_record_complete(c.head);
-      else complete = (end = head_end(c.head)) != std::string_view::npos;
+    switch (classify_head(c.head, o_.tls, o_.max_head)) {
+      case HeadVerdict::kWait:
+        if (c.client_eof) close_conn(it);  // gone before its head
+        return;
+      case HeadVerdict::kHealthzGet: return answer_healthz(it, false);
+      case HeadVerdict::kHealthzHead: return answer_healthz(it, true);
+      case HeadVerdict::kRelay: return relay(it);
     }
-    if (!complete) {
-      if (c.client_eof) close_conn(it);
-      return;
-    }
-    if (!o_.tls && end != std::string_view::npos) {
-      if (Healthz h = healthz_request(c.head, end); h != Healthz::kNo) return answer_healthz(it, h == Healthz::kHead);
-    }
-    relay(it);
   }
 
   void answer_healthz(It it, bool head_only) {
@@ -388,6 +381,13 @@ class Loop {
 };
 
 }  // namespace
+
+HeadVerdict classify_head(std::string_view bytes, bool tls, std::size_t max_head) {
+  if (tls) return tls_record_complete(bytes) || bytes.size() >= max_head ? HeadVerdict::kRelay : HeadVerdict::kWait;
+  const std::size_t end = head_end(bytes);
+  if (end == std::string_view::npos) return bytes.size() >= max_head ? HeadVerdict::kRelay : HeadVerdict::kWait;
+  return healthz_request(bytes, end);
+}
 
 HttpGate::HttpGate(HttpGateOptions opts, HttpGateStats& stats) : opts_(std::move(opts)), stats_(stats) {
   auto colon = opts_.listen_address.rfind(':');

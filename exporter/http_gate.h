@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <thread>
 
 namespace rdma::exporter {
@@ -38,6 +39,13 @@ struct HttpGateStats {
   std::atomic<std::uint64_t> relay_full{0};    // closed: max_relayed connections already relayed
   std::atomic<std::uint64_t> healthz{0};       // /healthz answered by the gate
 };
+
+// What the gate does with the bytes a new connection has sent so far (at most max_head of them):
+// wait for more, answer /healthz itself (GET or HEAD of /healthz, any query, no body, nothing
+// pipelined behind it; plain HTTP only), or relay the connection to civetweb (a complete head,
+// TLS' whole first record, or max_head bytes without either: civetweb refuses what is malformed).
+enum class HeadVerdict { kWait, kHealthzGet, kHealthzHead, kRelay };
+HeadVerdict classify_head(std::string_view bytes, bool tls, std::size_t max_head);
 
 class HttpGate {
  public:

@@ -1,5 +1,6 @@
 // HttpServer limits over real loopback sockets: documented endpoints only, 405/413, request-head
-// limit, concurrent-scrape admission (503 at once), basic auth, request timeout.
+// limit, concurrent-scrape admission (503 at once), basic auth, request timeout, the accept-side
+// gate (head deadline, /healthz without a worker, what the first bytes make it do).
 #include <arpa/inet.h>
 #include <crypt.h>
 #include <netinet/in.h>
@@ -390,4 +391,23 @@ TEST_CASE("http: collectors' paths have their own admission pool, never the scra
   CHECK(b.get() == 200);
   CHECK(s.stats().too_many_other.load() == 1);
   CHECK(s.stats().too_many_scrapes.load() == 0);
+}
+
+TEST_CASE("http gate: what the first bytes of a connection make the gate do", "[http]") {
+  using V = HeadVerdict;
+  CHECK(classify_head("", false, 100) == V::kWait);
+  CHECK(classify_head("G", false, 100) == V::kWait);
+  CHECK(classify_head("GET /metrics HTTP/1.1\r\nHost: x\r\n", false, 100) == V::kWait);  // slowloris
+  CHECK(classify_head("GET /metrics HTTP/1.1\r\nHost: x\r\n", false, 20) == V::kRelay);  // too long: civetweb refuses
+  CHECK(classify_head("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", false, 100) == V::kRelay);
+  CHECK(classify_head("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", false, 100) == V::kHealthzGet);
+  CHECK(classify_head("HEAD /healthz?x=1 HTTP/1.0\n\n", false, 100) == V::kHealthzHead);
+  CHECK(classify_head("GET /healthzz HTTP/1.1\r\n\r\n", false, 100) == V::kRelay);
+  CHECK(classify_head("POST /healthz HTTP/1.1\r\n\r\n", false, 100) == V::kRelay);
+  CHECK(classify_head("GET /healthz HTTP/1.1\r\ncontent-LENGTH: 1\r\n\r\n", false, 100) == V::kRelay);  // a body
+  CHECK(classify_head("GET /healthz HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n", false, 100) == V::kRelay);  // pipelined
+  // TLS: the whole first record (5-byte header + its length), whatever it holds.
+  CHECK(classify_head(std::string_view("\x16\x03\x01\x00\x05hell", 9), true, 100) == V::kWait);
+  CHECK(classify_head(std::string_view("\x16\x03\x01\x00\x05hello", 10), true, 100) == V::kRelay);
+  CHECK(classify_head("GET /healthz HTTP/1.1\r\n\r\n", true, 100) == V::kRelay);  // not TLS: civetweb refuses it
 }
