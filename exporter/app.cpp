@@ -64,10 +64,15 @@ void daemon_self_metrics(const DaemonStats& st, MetricSink& out) {
   out.counter("rdma_exporter_config_reloads_total", help, {{"result", "success"}}, st.reloads_success.load());
   out.counter("rdma_exporter_config_reloads_total", help, {{"result", "failure"}}, st.reloads_failure.load());
   if (const HttpStats* h = st.http.load()) {
-    const char* rh = "HTTP requests refused, by reason (concurrency limit, auth, unknown path, method, body).";
-    for (auto [reason, n] : {std::pair{"too_many_scrapes", &h->too_many_scrapes}, {"unauthorized", &h->unauthorized},
+    const char* rh =
+        "HTTP requests refused, by reason (concurrency limit, auth, unknown path, method, body, a head that did not "
+        "arrive in time, too many connections).";
+    for (auto [reason, n] : {std::pair{"too_many_scrapes", &h->too_many_scrapes},
+                             {"too_many_other_requests", &h->too_many_other}, {"unauthorized", &h->unauthorized},
                              {"not_found", &h->not_found}, {"method_not_allowed", &h->bad_method},
-                             {"request_too_large", &h->too_large}, {"scrape_failed", &h->scrape_failed}})
+                             {"request_too_large", &h->too_large}, {"scrape_failed", &h->scrape_failed},
+                             {"head_timeout", &h->gate.head_timeout}, {"connections_evicted", &h->gate.evicted},
+                             {"relay_full", &h->gate.relay_full}})
       out.counter("rdma_exporter_http_requests_rejected_total", rh, {{"reason", reason}}, n->load());
   }
 }
@@ -79,11 +84,17 @@ void declare_options(Options& o) {
   o.declare({"web.telemetry-path", OptionType::kString, "/metrics", "Path under which to expose metrics."});
   o.declare({"web.max-requests", OptionType::kInt, "0",
              "Worker threads serving HTTP requests, one per open (keep-alive) connection; 0: "
-             "web.max-concurrent-scrapes + 8, so that every admitted scraper has one and /healthz still answers."});
+             "web.max-concurrent-scrapes + web.max-concurrent-other-requests + 8, so that every admitted request has one."});
   o.declare({"web.config.file", OptionType::kString, "",
              "Web config file (exporter-toolkit format): TLS and basic auth. See docs/security.md."});
   o.declare({"web.max-concurrent-scrapes", OptionType::kInt, "64",
              "Scrapes served at once (they share one collection); the excess get 503 immediately (0: no limit)."});
+  o.declare({"web.max-concurrent-other-requests", OptionType::kInt, "32",
+             "Requests to collectors' paths (/pma, /probe, /prober/traces, ...) served at once, apart from the scrapes' "
+             "slots; the excess get 503 immediately (0: no limit)."});
+  o.declare({"web.head-timeout", OptionType::kDuration, "1s",
+             "Time from connect to a complete request head (TLS: the ClientHello); a connection holds no worker before it "
+             "and is closed after it."});
   o.declare({"web.timeout-offset", OptionType::kDuration, "500ms",
              "Subtracted from a scraper's X-Prometheus-Scrape-Timeout-Seconds to leave time for the answer."});
   o.declare({"web.request-timeout", OptionType::kDuration, "10s", "Timeout of every HTTP socket read and write."});
@@ -245,8 +256,16 @@ int run(int argc, const char* const* argv) {
   http.telemetry_path = options.get_string("web.telemetry-path");
   http.max_concurrent_scrapes =
       static_cast<int>(std::clamp<std::int64_t>(options.get_int("web.max-concurrent-scrapes"), 0, 1 << 20));
+  http.max_concurrent_other =
+      static_cast<int>(std::clamp<std::int64_t>(options.get_int("web.max-concurrent-other-requests"), 0, 1 << 20));
   http.threads = static_cast<int>(std::clamp<std::int64_t>(options.get_int("web.max-requests"), 0, 4096));
-  if (http.threads == 0) http.threads = std::min((http.max_concurrent_scrapes ? http.max_concurrent_scrapes : 64) + 8, 4096);
+  if (http.threads == 0)
+    http.threads = static_cast<int>(std::min<std::int64_t>(
+        std::int64_t{http.max_concurrent_scrapes ? http.max_concurrent_scrapes : 64} +
+            (http.max_concurrent_other ? http.max_concurrent_other : 32) + 8,
+        4096));
+  http.head_timeout_ms =
+      static_cast<int>(std::clamp<std::int64_t>(options.get_duration("web.head-timeout").count(), 1, 60000));
   http.timeout_offset = std::max(Duration(0), options.get_duration("web.timeout-offset"));
   http.request_timeout_ms =
       static_cast<int>(std::clamp<std::int64_t>(options.get_duration("web.request-timeout").count(), 1, 1 << 30));

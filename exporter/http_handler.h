@@ -1,6 +1,7 @@
 // An extra HTTP path served for a collector (e.g. the prober's /probe): the core routes GET/HEAD
-// requests for the path to the handler, after the same basic auth, TLS, request limits and
-// concurrency admission as the telemetry path, and knows nothing else about it.
+// requests for the path to the handler, after the same basic auth, TLS and request limits as the
+// telemetry path and a concurrency admission of its own (--web.max-concurrent-other-requests,
+// shared by every collector's path, never the scrapes' slots), and knows nothing else about it.
 #pragma once
 
 #include <chrono>
@@ -44,8 +45,8 @@ struct RequestIdentity {
 };
 const RequestIdentity& request_identity();
 
-// The one access rule of the paths riskier than a scrape (/probe sends traffic, /pma/routes maps
-// the fabric): nullopt when `who` is authenticated or the operator allowed anonymous callers
+// The one access rule of the paths riskier than a scrape (/probe sends traffic, /pma?target=
+// sends MADs, /pma/targets, /pma/routes and /prober/traces map the fabric): nullopt when `who` is authenticated or the operator allowed anonymous callers
 // (`allow_setting`, e.g. "collectors.prober.probe_allow_unauthenticated", says how), else the 403
 // to answer: "<what> refused: needs basic auth or a verified client certificate ...".
 std::optional<HttpResponse> refuse_unauthenticated(const RequestIdentity& who, bool allow_unauthenticated,

@@ -4,12 +4,13 @@
 #include <spdlog/spdlog.h>
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <netinet/tcp.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -109,7 +110,29 @@ std::string civetweb_listening_port(const std::string& listen_address) {
 HttpServer::HttpServer(HttpOptions opts, HttpHandlers handlers)
     : opts_(std::move(opts)), handlers_(std::move(handlers)), auth_(std::make_shared<BasicAuthenticator>(opts_.web.basic_auth_users)),
       verifies_client_certs_(verifies_client_certs(opts_.web)) {
-  std::string ports = civetweb_listening_port(opts_.listen_address);
+  // The public port is the gate's (exporter/http_gate.h); civetweb listens on loopback only and
+  // sees a connection once its head has arrived.
+  HttpGateOptions g;
+  g.listen_address = civetweb_listening_port(opts_.listen_address);
+  g.tls = opts_.web.tls.has_value();
+  g.head_deadline = std::chrono::milliseconds(std::max(1, opts_.head_timeout_ms));
+  g.idle_timeout = std::chrono::milliseconds(std::max(1, opts_.request_timeout_ms));
+  g.max_head = opts_.max_request_size + 1;  // one byte over: civetweb sees the head is too large
+  // Each relayed connection holds a worker or waits in civetweb's queue for one.
+  g.max_relayed = static_cast<std::size_t>(opts_.threads) * 4 + 64;
+  // Descriptors: a waiting head holds one, a relayed connection two (and civetweb's end one more);
+  // a quarter of what the limit leaves after 256 for the rest of the process goes to each kind.
+  if (rlimit lim{}; getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
+    const auto share = static_cast<std::size_t>((lim.rlim_cur - std::min<rlim_t>(lim.rlim_cur, 256)) / 4);
+    g.max_pending = std::clamp<std::size_t>(share, 16, 1024);
+    g.max_relayed = std::clamp<std::size_t>(share / 3, 16, g.max_relayed);
+  }
+  try {
+    gate_ = std::make_unique<HttpGate>(g, stats_.gate);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string(e.what()) + " (address in use or invalid?)");
+  }
+  std::string ports = "127.0.0.1:0";
   if (opts_.web.tls) {
     ssl_ctx_ = tls::openssl().make_server_ctx(*opts_.web.tls, opts_.web.origin);
     ports += "s";
@@ -131,63 +154,28 @@ HttpServer::HttpServer(HttpOptions opts, HttpHandlers handlers)
   if (!ctx_) {
     if (ssl_ctx_) tls::openssl().free_server_ctx(ssl_ctx_);
     ssl_ctx_ = nullptr;
-    throw std::runtime_error("cannot listen on " + opts_.listen_address +
-                             (opts_.web.tls ? " with TLS (address in use or invalid, or libssl.so not loadable?)"
-                                            : " (address in use or invalid?)"));
+    gate_.reset();
+    throw std::runtime_error("cannot start the HTTP workers for " + opts_.listen_address +
+                             (opts_.web.tls ? " with TLS (libssl.so not loadable?)" : ""));
   }
   mg_set_request_handler(ctx_, "/", &HttpServer::dispatch, this);
   mg_server_port sp[4];
   int n = mg_get_server_ports(ctx_, 4, sp);
-  if (n > 0) port_ = sp[0].port;
-  defer_accept_until_request(port_);
-}
-
-// civetweb 1.15 gives each accepted connection a worker thread that blocks reading the request
-// head for up to request_timeout_ms, and it has no shorter timeout for a connection that has not
-// sent its request line (keep_alive_timeout_ms applies only after a first request), no reserved
-// worker and no per-path queue (its options: num_threads, connection_queue, listen_backlog,
-// request_timeout_ms, keep_alive_timeout_ms). So 72 idle TCP connections held every worker and
-// /healthz waited 10 s behind them: the kubelet restarted the pod. The kernel can keep such
-// connections away from the workers: with TCP_DEFER_ACCEPT a connection is handed to accept()
-// only once its first bytes (the request line, or TLS' ClientHello: both protocols speak first
-// from the client) have arrived, so an idle connection never takes a worker while it is idle.
-// The kernel holds it half-open (bounded by the listen backlog, then SYN cookies) and, if it
-// still has not spoken when the period ends, hands it over anyway after its last SYN-ACK
-// retransmit (about 63 s for 60 s), where request_timeout_ms closes it. A client that sends a
-// few bytes and stalls (slowloris) still holds a worker until request_timeout_ms: that is the
-// bound docs/security.md states for it. civetweb does not expose its listening socket, so it is
-// found among this process's descriptors by its port.
-void HttpServer::defer_accept_until_request(int port) {
-  constexpr int kDeferSeconds = 60;
-  DIR* dir = opendir("/proc/self/fd");
-  if (!dir) return;
-  bool set = false;
-  while (dirent* e = readdir(dir)) {
-    int fd = -1;
-    auto [end, ec] = std::from_chars(e->d_name, e->d_name + std::strlen(e->d_name), fd);
-    if (ec != std::errc() || *end != '\0' || fd == dirfd(dir)) continue;
-    int listening = 0;
-    socklen_t len = sizeof listening;
-    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening) continue;
-    sockaddr_storage addr{};
-    socklen_t alen = sizeof addr;
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &alen) != 0 || addr.ss_family != AF_INET) continue;
-    if (ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port) != port) continue;
-    set |= setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &kDeferSeconds, sizeof kDeferSeconds) == 0;
-  }
-  closedir(dir);
-  if (!set) spdlog::warn("http: cannot set TCP_DEFER_ACCEPT on port {}: idle connections can hold workers", port);
+  if (n > 0) backend_port_ = sp[0].port;
+  port_ = gate_->port();
+  gate_->start(backend_port_);
 }
 
 // civetweb's master thread polls the listening socket in 2 s quanta and only then sees the stop
 // flag, so mg_stop() alone takes up to 2 s. While it runs, poke the socket with empty loopback
 // connections (every 50 ms) so that the poll returns at once: shutdown takes milliseconds.
+// The gate goes first: its relayed connections end, so no worker waits on a client.
 HttpServer::~HttpServer() {
+  gate_.reset();  // no new connection, and the relayed ones end
   if (ctx_) {
     std::atomic<bool> stopped{false};
-    std::string host = opts_.listen_address.substr(0, opts_.listen_address.rfind(':'));
-    if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
-    const int port = port_;
+    const std::string host = "127.0.0.1";
+    const int port = backend_port_;
     std::thread waker([&stopped, host, port] {
       sockaddr_in addr{};
       addr.sin_family = AF_INET;
@@ -280,7 +268,9 @@ int HttpServer::handle(mg_connection* conn) {
     send(conn, 200, "OK", "text/html; charset=utf-8", handlers_.landing_html());
     return 200;
   }
-  if (handlers_.extra_path && admit(conn)) {
+  if (handlers_.extra_path &&
+      admit(conn, other_in_flight_, opts_.max_concurrent_other, stats_.too_many_other,
+            "too many concurrent requests to collectors' paths (--web.max-concurrent-other-requests)\n")) {
     std::optional<HttpResponse> r;
     struct Timeout {  // the header's budget and the caller's identity, for this request only
       ~Timeout() { t_request_timeout.reset(), t_request_identity = {}; }
@@ -297,7 +287,7 @@ int HttpServer::handle(mg_connection* conn) {
       r = HttpResponse{500, "text/plain; charset=utf-8", "internal error\n"};
       spdlog::error("handler of {} failed: {}", uri, e.what());
     }
-    --scrapes_in_flight_;
+    --other_in_flight_;
     if (r) {
       const char* status_text = r->status == 200 ? "OK" : r->status == 429 ? "Too Many Requests" : "Error";
       if (r->status == 200 && r->content_type == kTextContentType) send_text(conn, r->status, status_text, r->content_type, r->body);
@@ -313,21 +303,23 @@ int HttpServer::handle(mg_connection* conn) {
   return 404;
 }
 
-bool HttpServer::admit(mg_connection* conn) {
-  // Admission: the excess over max_concurrent_scrapes is refused at once, never queued.
-  int now = ++scrapes_in_flight_;
-  if (opts_.max_concurrent_scrapes > 0 && now > opts_.max_concurrent_scrapes) {
-    --scrapes_in_flight_;
-    ++stats_.too_many_scrapes;
-    send(conn, 503, "Service Unavailable", "text/plain; charset=utf-8",
-         "too many concurrent scrapes (--web.max-concurrent-scrapes)\n", "Retry-After: 1\r\n");
+bool HttpServer::admit(mg_connection* conn, std::atomic<int>& in_flight, int limit,
+                       std::atomic<std::uint64_t>& refused, const char* why) {
+  // Admission: the excess over the limit is refused at once, never queued.
+  int now = ++in_flight;
+  if (limit > 0 && now > limit) {
+    --in_flight;
+    ++refused;
+    send(conn, 503, "Service Unavailable", "text/plain; charset=utf-8", why, "Retry-After: 1\r\n");
     return false;
   }
   return true;
 }
 
 int HttpServer::serve_metrics(mg_connection* conn) {
-  if (!admit(conn)) return 503;
+  if (!admit(conn, scrapes_in_flight_, opts_.max_concurrent_scrapes, stats_.too_many_scrapes,
+             "too many concurrent scrapes (--web.max-concurrent-scrapes)\n"))
+    return 503;
   struct InFlight {
     std::atomic<int>& n;
     ~InFlight() { --n; }

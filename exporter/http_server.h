@@ -1,12 +1,15 @@
-// HTTP(S) on CivetWeb: the telemetry path, a landing page at "/", "/healthz", and the paths
+// HTTP(S) on CivetWeb behind an accept-side gate (exporter/http_gate.h): the telemetry path, a landing page at "/", "/healthz", and the paths
 // collectors serve (HttpHandlers::extra_path, exporter/http_handler.h). Nothing else answers (404;
 // methods other than GET/HEAD get 405). Hardening (docs/security.md):
 //  - TLS from a web config (exporter-toolkit format) through an SSL_CTX built here and handed to
 //    civetweb (external_ssl_ctx); the OpenSSL 3 crash is avoided by exporter/tls/ (the shim).
 //  - HTTP basic auth (bcrypt) on every path but /healthz, which reveals nothing and must answer
 //    the kubelet's plain httpGet probes.
-//  - At most max_concurrent_scrapes requests run the scrape (or a collector's path) at once; the
-//    excess get 503 at once.
+//  - A connection reaches a civetweb worker only once its request head has arrived, within
+//    head_timeout_ms (the gate); /healthz is answered by the gate itself.
+//  - At most max_concurrent_scrapes requests run the scrape at once, and apart from them at most
+//    max_concurrent_other requests a collector's path (/pma, /probe, ...): the excess get 503 at
+//    once, and no flood of the other paths takes a scrape's slot.
 //  - A scraper's X-Prometheus-Scrape-Timeout-Seconds, less timeout_offset, is handed to the
 //    metrics handler as the time the client will wait.
 //  - request_timeout_ms bounds every socket read/write; max_request_size bounds the request
@@ -23,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "exporter/http_gate.h"
 #include "exporter/http_handler.h"
 #include "exporter/web_config.h"
 
@@ -36,7 +40,9 @@ struct HttpOptions {
   std::string telemetry_path = "/metrics";
   int threads = 72;                        // civetweb holds one per keep-alive connection
   int request_timeout_ms = 10000;
+  int head_timeout_ms = 1000;              // accept to complete request head (the gate)
   int max_concurrent_scrapes = 64;         // 0: no limit
+  int max_concurrent_other = 32;           // collectors' paths; 0: no limit
   std::chrono::milliseconds timeout_offset{500};  // subtracted from the scraper's timeout header
   std::size_t max_request_size = 16384;    // bytes of request line + headers
   WebConfig web;                           // TLS and basic auth (default: neither)
@@ -50,7 +56,7 @@ struct HttpHandlers {
       metrics_text;
   std::function<std::string()> landing_html;
   // Paths served for collectors (exporter/http_handler.h): nullopt when none serves `path` (404).
-  // Admitted like scrapes (max_concurrent_scrapes counts both).
+  // Admitted in their own pool (max_concurrent_other), never in the scrapes' slots.
   std::function<std::optional<HttpResponse>(std::string_view path, std::string_view query)> extra_path;
 };
 
@@ -62,6 +68,8 @@ struct HttpStats {
   std::atomic<std::uint64_t> bad_method{0};        // 405
   std::atomic<std::uint64_t> too_large{0};         // 413
   std::atomic<std::uint64_t> scrape_failed{0};     // 500
+  std::atomic<std::uint64_t> too_many_other{0};    // 503 on a collector's path
+  HttpGateStats gate;                              // closed before a head arrived
 };
 
 class HttpServer {
@@ -85,8 +93,9 @@ class HttpServer {
   static int external_ssl_ctx(void** ssl_ctx, void* self);
   int handle(mg_connection* conn);
   int serve_metrics(mg_connection* conn);
-  bool admit(mg_connection* conn);  // counts one in flight; on refusal answers 503 and undoes it
-  static void defer_accept_until_request(int port);  // TCP_DEFER_ACCEPT on civetweb's listening socket
+  // Counts one in `in_flight`; over `limit` (> 0) answers 503, counts the refusal and undoes it.
+  bool admit(mg_connection* conn, std::atomic<int>& in_flight, int limit, std::atomic<std::uint64_t>& refused,
+             const char* why);
   static bool verifies_client_certs(const WebConfig& web);
   HttpOptions opts_;
   HttpHandlers handlers_;
@@ -95,9 +104,12 @@ class HttpServer {
   bool verifies_client_certs_ = false;        // under auth_mu_: a presented client cert was verified
   HttpStats stats_;
   std::atomic<int> scrapes_in_flight_{0};
+  std::atomic<int> other_in_flight_{0};
   void* ssl_ctx_ = nullptr;  // SSL_CTX* until civetweb takes it
+  std::unique_ptr<HttpGate> gate_;  // the public port
   mg_context* ctx_ = nullptr;
-  int port_ = 0;
+  int port_ = 0;          // the gate's
+  int backend_port_ = 0;  // civetweb's, on 127.0.0.1
 };
 
 // The value of X-Prometheus-Scrape-Timeout-Seconds (decimal seconds, e.g. "10" or "9.5") less

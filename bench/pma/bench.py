@@ -46,7 +46,7 @@ def byte_breakdown(body):
 def bench_targets(sim, exe):
     """Per-node targets: Prometheus' view of the fabric (one /pma scrape per node)."""
     t0 = time.monotonic()
-    e = Exporter(sim, exe, "--collector.pma.local=false", "--collector.pma.fabric", "--collector.pma.fabric-snapshot=false",
+    e = Exporter(sim, exe, "--collector.pma.local=false", "--collector.pma.fabric", "--collector.pma.fabric-snapshot=false", "--collector.pma.fabric-targets-allow-unauthenticated",
                  "--collector.pma.fabric-discovery-period=1h", "--web.max-requests=64",
                  # What the fabric and the exporter can do, not the MAD cap (2000/s by default):
                  # every target is read once, at once, which Prometheus spreads over its interval.
@@ -120,7 +120,7 @@ def main():
     print("fabric: %d leaves x (%d hosts + %d uplinks), %d spines; ibsim + opensm --once ready in %.1f s"
           % (leaves, hosts, spines, spines, time.monotonic() - t0))
     try:
-        e = Exporter(sim, exe, "--collector.pma.local=false", "--collector.pma.fabric",
+        e = Exporter(sim, exe, "--collector.pma.local=false", "--collector.pma.fabric", "--collector.pma.fabric-targets-allow-unauthenticated",
                      "--collector.pma.fabric-period=2s", "--collector.pma.fabric-discovery-period=1h",
                      "--scrape.timeout=60s")
         wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_refreshes_total") >= 3, 600, step=0.5, what="3 refreshes")

@@ -22,7 +22,7 @@ def main():
               ibsim_args=("-N", str(max(2048, nodes + 16)), "-S", str(max(256, leaves + spines + 16)),
                           "-P", str(max(13312, 2 * (leaves * (2 * hosts + 2 * spines + 1) + spines)))))
     try:
-        e = Exporter(sim, exe, "--collector.pma.fabric", "--collector.pma.fabric-snapshot=false",
+        e = Exporter(sim, exe, "--collector.pma.fabric", "--collector.pma.fabric-snapshot=false", "--collector.pma.fabric-targets-allow-unauthenticated",
                      "--collector.pma.fabric-period=1s", "--collector.pma.fabric-discovery-period=1h")
         wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_lft_reads_total") >= 1, 600, step=0.5, what="a table read")
         m = e.metrics()

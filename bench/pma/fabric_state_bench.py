@@ -41,7 +41,7 @@ def main():
                                         stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
         wait_for(lambda: "SMINFO_MASTER" in sim.run(["sminfo"]).stdout, 120, step=0.5, what="opensm master")
         x0 = xmit_pkts(sim)
-        e = Exporter(sim, exe, "--collector.pma.local=false", "--collector.pma.fabric", "--collector.pma.fabric-snapshot=false",
+        e = Exporter(sim, exe, "--collector.pma.local=false", "--collector.pma.fabric", "--collector.pma.fabric-snapshot=false", "--collector.pma.fabric-targets-allow-unauthenticated",
                      "--collector.pma.fabric-period=2s", "--collector.pma.fabric-discovery-period=1h", "--scrape.timeout=60s")
         wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_refreshes_total") >= 3, 600, step=0.5, what="3 refreshes")
         m = e.metrics()

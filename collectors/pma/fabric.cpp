@@ -210,7 +210,8 @@ void FabricLoop::collect(exporter::MetricSink& out) const {
     std::lock_guard lock(c.mu);
     for (const auto& [result, count] : c.requests)
       out.counter("rdma_pma_fabric_target_requests_total",
-                  "/pma target requests by result (ok, partial, unreachable, rate_limited, bad_request, unknown_target).",
+                  "/pma target requests by result (ok, partial, unreachable, rate_limited, busy, bad_request, unknown_target, "
+                  "unauthenticated).",
                   {{"result", result}}, count);
     out.counter("rdma_pma_fabric_target_mads_total", "PMA MADs sent for /pma target requests, retries included.", {},
                 c.mads);
@@ -493,7 +494,7 @@ TargetAnswer FabricLoop::read_target(std::uint64_t guid, const std::vector<int>&
   for (const FabricPort* fp : wanted) key += "," + std::to_string(fp->number);
   bool shared = false;
   TargetAnswer a = target_reads_.get(key, [&] { return read_target_now(*n, wanted, q, budget.has_value(), deadline); },
-                                     &shared);
+                                     &shared, deadline);
   {
     TargetCounters& c = target_counters();
     std::lock_guard lock(c.mu);
@@ -516,6 +517,7 @@ TargetAnswer FabricLoop::read_target_now(const FabricNode& node, const std::vect
   if (!client_ref) return {503, "the exporter's MAD port is not open\n", "unreachable"};
   std::uint64_t sent = 0;
   bool limited = false;
+  bool port_busy = false;  // limited because the MAD port stayed busy past the deadline, not by the cap
   // Every round takes its MADs from the fabric-wide bucket first (retries are debited after).
   auto query = [&](std::span<const mad::PmaQuery> qs, const mad::QueryOptions& opts) {
     if (!target_bucket_.take(static_cast<double>(qs.size()), deadline)) {
@@ -523,7 +525,13 @@ TargetAnswer FabricLoop::read_target_now(const FabricNode& node, const std::vect
       return std::vector<mad::PmaReply>{};
     }
     mad::QueryStats st;
-    auto r = client_ref->query(qs, opts, &st);
+    mad::QueryOptions bounded = opts;
+    bounded.start_by = deadline;  // the MAD port may be busy (another read, a discovery): not beyond the deadline
+    auto r = client_ref->query(qs, bounded, &st);
+    if (r.empty() && !qs.empty()) {
+      limited = port_busy = true;
+      return r;
+    }
     sent += st.sent;
     if (st.sent > qs.size()) target_bucket_.debit(static_cast<double>(st.sent - qs.size()));
     return r;
@@ -558,6 +566,9 @@ TargetAnswer FabricLoop::read_target_now(const FabricNode& node, const std::vect
     if (round == mad::Round::kDroppable) limited = false;  // FEC counters left out, the rest answered
     return r;
   });
+  if (limited && port_busy)
+    return TargetAnswer{503, "target " + n->guid_label + " not read: the MAD port stayed busy (other reads, a discovery) "
+                             "past this request's time\n", "busy", sent};
   if (limited) return refused();
   const mad::AgentRead& a = reads.agents[0];
   if (a.cpi_failure) return fail("ClassPortInfo " + std::string(mad::outcome_label(a.cpi_failure->outcome())));

@@ -38,9 +38,10 @@ struct LocalOptions {
 class PmaCollector final : public exporter::Collector {
  public:
   PmaCollector(LocalOptions local, std::unique_ptr<FabricLoop> fabric, bool routes_allow_unauthenticated = false,
-               double routes_rate = 5)
+               double routes_rate = 5, bool targets_allow_unauthenticated = false)
       : local_(std::move(local)), fabric_(std::move(fabric)),
         routes_allow_unauthenticated_(routes_allow_unauthenticated),
+        targets_allow_unauthenticated_(targets_allow_unauthenticated),
         route_gate_(std::make_unique<RouteGate>(routes_rate)) {}
 
   void start() override {
@@ -58,8 +59,21 @@ class PmaCollector final : public exporter::Collector {
   std::vector<exporter::HttpPath> http_paths() override {
     if (!fabric_) return {};
     FabricLoop* f = fabric_.get();
-    return {{"/pma", [f](std::string_view query) { return serve_target(*f, query); }},
-            {"/pma/targets", [f](std::string_view query) { return serve_targets(*f, query); }},
+    // Every /pma path is behind the access rule of /probe (exporter::refuse_unauthenticated):
+    // the target list is the fabric's inventory and each target read sends MADs into it.
+    return {{"/pma",
+             [this, f](std::string_view query) {
+               if (auto refusal = refuse_targets()) {
+                 FabricLoop::count_request("unauthenticated");
+                 return std::move(*refusal);
+               }
+               return serve_target(*f, query);
+             }},
+            {"/pma/targets",
+             [this, f](std::string_view query) {
+               if (auto refusal = refuse_targets()) return std::move(*refusal);
+               return serve_targets(*f, query);
+             }},
             {"/pma/routes",
              [this, f](std::string_view query) {
                return guarded_route_request(*f, [query](FabricLoop& l) { return serve_routes(l, query); });
@@ -70,6 +84,11 @@ class PmaCollector final : public exporter::Collector {
   }
 
  private:
+  std::optional<exporter::HttpResponse> refuse_targets() const {
+    return exporter::refuse_unauthenticated(exporter::request_identity(), targets_allow_unauthenticated_, "/pma",
+                                            "collectors.pma.fabric_targets_allow_unauthenticated");
+  }
+
   static exporter::HttpResponse bad(FabricLoop& f, std::string_view why) {
     f.count_request("bad_request");
     return exporter::bad_request(why);
@@ -334,6 +353,7 @@ class PmaCollector final : public exporter::Collector {
   LocalOptions local_;
   std::unique_ptr<FabricLoop> fabric_;
   bool routes_allow_unauthenticated_ = false;
+  bool targets_allow_unauthenticated_ = false;
   std::unique_ptr<RouteGate> route_gate_;  // the bounds of /pma/routes and /pma/routes/suspects
   std::map<std::string, PortState> state_;
   // What each local port's agent said about itself ("ca/port"), shared with the port collector
@@ -398,6 +418,10 @@ RDMA_REGISTER_COLLECTOR({
             {"fabric-routes-allow-unauthenticated", exporter::OptionType::kBool, "false",
              "Answer /pma/routes and /pma/routes/suspects (the fabric's topology) to callers the HTTP server did not "
              "authenticate (basic auth or a verified client certificate, --web.config.file); refused with 403 otherwise."},
+            {"fabric-targets-allow-unauthenticated", exporter::OptionType::kBool, "false",
+             "Answer /pma?target= and /pma/targets (the fabric's inventory; each target read sends MADs) to callers the "
+             "HTTP server did not authenticate (basic auth or a verified client certificate, --web.config.file); "
+             "refused with 403 otherwise."},
             {"fabric-routes-rate", exporter::OptionType::kInt, "5",
              "/pma/routes and /pma/routes/suspects: requests per second at most (bursts of one second's worth), one "
              "computed at a time; beyond, 429 with Retry-After."},
@@ -420,6 +444,7 @@ RDMA_REGISTER_COLLECTOR({
       local.query.window = static_cast<unsigned>(s.integer("window", 1, 4096));
       std::unique_ptr<FabricLoop> fabric;
       const bool routes_anyone = s.boolean("fabric-routes-allow-unauthenticated");
+      const bool targets_anyone = s.boolean("fabric-targets-allow-unauthenticated");
       const auto routes_rate = static_cast<double>(s.integer("fabric-routes-rate", 1, 10000));
       if (s.boolean("fabric")) {
         FabricOptions f;
@@ -446,7 +471,8 @@ RDMA_REGISTER_COLLECTOR({
         f.query = local.query;
         fabric = std::make_unique<FabricLoop>(std::move(f));
       }
-      return std::make_unique<PmaCollector>(std::move(local), std::move(fabric), routes_anyone, routes_rate);
+      return std::make_unique<PmaCollector>(std::move(local), std::move(fabric), routes_anyone, routes_rate,
+                                            targets_anyone);
     },
 });
 

@@ -65,14 +65,22 @@ void TargetReads::prune(Clock::time_point now) {
   }
 }
 
-TargetAnswer TargetReads::get(const std::string& key, const std::function<TargetAnswer()>& read, bool* shared) {
+TargetAnswer TargetReads::get(const std::string& key, const std::function<TargetAnswer()>& read, bool* shared,
+                              Clock::time_point deadline) {
   std::unique_lock lock(mu_);
   bool waited = false;
   for (;;) {
     auto it = entries_.find(key);
     if (it == entries_.end()) break;
-    if (!it->second.answer) {  // read by another request now: wait for its answer
-      cv_.wait(lock);
+    if (!it->second.answer) {  // read by another request now: wait for its answer, within this one's time
+      if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && Clock::now() >= deadline) {
+        auto again = entries_.find(key);
+        if (again == entries_.end() || !again->second.answer) {
+          *shared = true;
+          return TargetAnswer{503, "another request's read of this target did not finish within this request's time\n",
+                              "busy", 0};
+        }
+      }
       waited = true;
       continue;
     }

@@ -52,8 +52,10 @@ class TargetReads {
   using Clock = std::chrono::steady_clock;
   TargetReads(std::chrono::milliseconds ttl, std::size_t max_entries) : ttl_(ttl), max_entries_(max_entries) {}
   // The answer for `key`: the one a read finished less than ttl ago, the one another thread is
-  // reading now (waited for), or read() run on this thread. *shared says which.
-  TargetAnswer get(const std::string& key, const std::function<TargetAnswer()>& read, bool* shared);
+  // reading now (waited for, until `deadline`: then a 503 with result "busy"), or read() run on
+  // this thread. *shared says which.
+  TargetAnswer get(const std::string& key, const std::function<TargetAnswer()>& read, bool* shared,
+                   Clock::time_point deadline = Clock::time_point::max());
 
  private:
   struct Entry {

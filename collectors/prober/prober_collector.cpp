@@ -43,6 +43,7 @@ struct Settings {
   std::map<std::string, ProbeModule> probe_modules;  // empty: no /probe
   ProbeAccess probe_access;
   bool trace = true;  // path tracing (docs/prober.md, "Path tracing")
+  bool traces_allow_unauthenticated = false;  // /prober/traces to anonymous callers
   TraceSchedulerConfig tracing;
 };
 
@@ -138,7 +139,8 @@ class ProberCollector final : public exporter::Collector {
                                                p = published_;
                                              }
                                              return traces_response(p ? &p->snap : nullptr, s_.trace,
-                                                                    exporter::request_identity());
+                                                                    exporter::request_identity(),
+                                                                    s_.traces_allow_unauthenticated);
                                            }}};
     if (probe_.enabled())
       paths.push_back({"/probe", [this](std::string_view query) {
@@ -559,6 +561,7 @@ Settings settings_from(const exporter::CollectorSettings& s) {
   for (const auto& p : out.sources.statics) peer_names.emplace_back(p.name, p.address);
   a.target_names = peer_target_names(peer_names);
   out.trace = s.boolean("trace");
+  out.traces_allow_unauthenticated = s.boolean("traces-allow-unauthenticated");
   out.tracing.rate = static_cast<double>(s.integer("trace-rate", 1, 1000));
   out.tracing.burst = static_cast<double>(s.integer("trace-burst", 1, 64));
   e.trace.max_hops = static_cast<unsigned>(s.integer("trace-max-hops", 1, static_cast<std::int64_t>(TraceBook::kMaxHops)));
@@ -643,6 +646,9 @@ RDMA_REGISTER_COLLECTOR({
             {"probe-modules", exporter::OptionType::kYaml, "",
              "YAML map of on-demand probe modules for /probe (docs/probe.md): name -> kind (write_bw or write_lat), size, "
              "qps, iterations or duration, tx_depth, timeout. None: /probe is off."},
+            {"traces-allow-unauthenticated", exporter::OptionType::kBool, "false",
+             "Answer /prober/traces (hop addresses: the fabric's routers) to callers without basic auth or a verified "
+             "client certificate. Default: they get 403."},
             {"probe-allow-unauthenticated", exporter::OptionType::kBool, "false",
              "Let /probe callers without basic auth or a verified client certificate run probes (to allowed targets "
              "only; their failure reasons collapse to target_unreachable). Default: they get 403."},

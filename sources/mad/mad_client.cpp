@@ -100,16 +100,19 @@ std::shared_ptr<MadClient> MadClient::shared(const std::string& ca, int port, st
   return client;
 }
 
-MadClient::Turn::Turn(MadClient& client) : c(client) {
+MadClient::Turn::Turn(MadClient& client, std::chrono::steady_clock::time_point by) : c(client) {
   std::unique_lock lock(c.mu_);
   const std::uint64_t ticket = c.next_ticket_++;
-  c.turn_.wait(lock, [&] { return c.serving_ == ticket; });
+  held_ = c.turn_.wait_until(lock, by, [&] { return c.serving_ == ticket; });
+  if (!held_) c.abandoned_.insert(ticket);  // the holder before it skips it when done
 }
 
 MadClient::Turn::~Turn() {
+  if (!held_) return;
   {
     std::lock_guard lock(c.mu_);
     ++c.serving_;
+    while (c.abandoned_.erase(c.serving_)) ++c.serving_;
   }
   c.turn_.notify_all();
 }
@@ -122,7 +125,8 @@ MadClient::~MadClient() {
 
 std::vector<PmaReply> MadClient::query(std::span<const PmaQuery> queries, const QueryOptions& opts, QueryStats* stats) {
   using Clock = std::chrono::steady_clock;
-  Turn turn(*this);
+  Turn turn(*this, opts.start_by);
+  if (!turn.held()) return {};
   std::vector<PmaReply> replies(queries.size());
   QueryStats local_stats;
   QueryStats& st = stats ? *stats : local_stats;

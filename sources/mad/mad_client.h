@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -46,6 +47,9 @@ struct QueryOptions {
   unsigned window = 64;                       // MADs in flight at most
   std::chrono::milliseconds timeout{500};     // per MAD and attempt
   unsigned retries = 2;                       // extra attempts after a timeout
+  // The latest time to start: a caller that would wait longer for its turn on the client (another
+  // query, a discovery) gets no reply at all (an empty vector) instead of waiting on.
+  std::chrono::steady_clock::time_point start_by = std::chrono::steady_clock::time_point::max();
 };
 
 struct QueryStats {
@@ -88,7 +92,7 @@ class MadClient {
   MadClient& operator=(const MadClient&) = delete;
 
   // Sends every query (at most `window` outstanding) and returns one reply per query, same order.
-  // Serialized: concurrent callers wait for each other.
+  // Serialized: concurrent callers wait for each other, each until its opts.start_by (then: empty).
   std::vector<PmaReply> query(std::span<const PmaQuery> queries, const QueryOptions& opts, QueryStats* stats = nullptr);
 
   // Runs fn while no query is in flight on this client. Fabric discovery runs under it: the umad2sim
@@ -104,9 +108,12 @@ class MadClient {
 
  private:
   struct Turn {
-    explicit Turn(MadClient& c);
+    // Waits for this caller's turn until `by`; held() says whether it came.
+    explicit Turn(MadClient& c, std::chrono::steady_clock::time_point by = std::chrono::steady_clock::time_point::max());
     ~Turn();
+    bool held() const { return held_; }
     MadClient& c;
+    bool held_ = false;
   };
   MadClient(std::string ca, int port, int fd, int agent) : ca_(std::move(ca)), port_(port), fd_(fd), agent_(agent) {}
   std::string ca_;
@@ -117,6 +124,7 @@ class MadClient {
   std::mutex mu_;
   std::condition_variable turn_;
   std::uint64_t next_ticket_ = 0, serving_ = 0;
+  std::set<std::uint64_t> abandoned_;  // tickets whose callers stopped waiting: skipped
   std::uint32_t next_tid_ = 0x5000;
 };
 

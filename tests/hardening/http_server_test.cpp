@@ -1,5 +1,6 @@
 // HttpServer limits over real loopback sockets: documented endpoints only, 405/413, request-head
-// limit, concurrent-scrape admission (503 at once), basic auth, request timeout.
+// limit, concurrent-scrape admission (503 at once), basic auth, request timeout, the accept-side
+// gate (head deadline, /healthz without a worker, what the first bytes make it do).
 #include <arpa/inet.h>
 #include <crypt.h>
 #include <netinet/in.h>
@@ -59,6 +60,31 @@ std::string get(int port, const std::string& path, const std::string& extra = ""
   return raw(port, "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + extra + "\r\n");
 }
 
+// Handlers that stay inside until the test lets them go: how a test holds slots or workers.
+struct Hold {
+  std::mutex mu;
+  std::condition_variable cv;
+  int inside = 0;
+  bool released = false;
+  void enter() {  // in a handler: counts itself in, then waits for release()
+    std::unique_lock lock(mu);
+    ++inside;
+    cv.notify_all();
+    cv.wait(lock, [&] { return released; });
+  }
+  void wait_inside(int n) {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return inside >= n; });
+  }
+  void release() {
+    {
+      std::lock_guard lock(mu);
+      released = true;
+    }
+    cv.notify_all();
+  }
+};
+
 int status(const std::string& response) {
   if (response.rfind("HTTP/1.1 ", 0) != 0) return 0;
   return std::stoi(response.substr(9, 3));
@@ -113,34 +139,21 @@ TEST_CASE("http: request bodies and oversized heads are refused", "[http]") {
 }
 
 TEST_CASE("http: scrapes over the limit get 503 at once, other endpoints keep answering", "[http]") {
-  std::mutex mu;
-  std::condition_variable cv;
-  int inside = 0;
-  bool release = false;
+  Hold hold;
   HttpHandlers h{[&](auto) {
-                   std::unique_lock lock(mu);
-                   ++inside;
-                   cv.notify_all();
-                   cv.wait(lock, [&] { return release; });
+                   hold.enter();
                    return std::make_shared<const std::string>("up 1\n");
                  },
                  [] { return std::string("<html/>"); }};
   HttpServer s(local(2), h);
   auto a = std::async(std::launch::async, [&] { return status(get(s.port(), "/metrics")); });
   auto b = std::async(std::launch::async, [&] { return status(get(s.port(), "/metrics")); });
-  {
-    std::unique_lock lock(mu);
-    cv.wait(lock, [&] { return inside == 2; });
-  }
+  hold.wait_inside(2);
   auto third = get(s.port(), "/metrics");  // answered while both slots are held
   CHECK(status(third) == 503);
   CHECK(third.find("Retry-After: 1") != std::string::npos);
   CHECK(status(get(s.port(), "/healthz")) == 200);
-  {
-    std::lock_guard lock(mu);
-    release = true;
-  }
-  cv.notify_all();
+  hold.release();
   CHECK(a.get() == 200);
   CHECK(b.get() == 200);
   CHECK(status(get(s.port(), "/metrics")) == 200);  // slots are given back
@@ -267,16 +280,11 @@ TEST_CASE("http: a collector's extra path answering the text format is gzipped w
   CHECK(r.find("Content-Encoding") == std::string::npos);
 }
 
-TEST_CASE("http: a collector's extra path gets the raw query and is admitted like a scrape", "[http]") {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool inside = false, release = false;
+TEST_CASE("http: a collector's extra path gets the raw query and is admitted apart from the scrapes", "[http]") {
+  Hold hold;
   HttpHandlers h = simple();
   h.metrics_text = [&](auto) {
-    std::unique_lock lock(mu);
-    inside = true;
-    cv.notify_all();
-    cv.wait(lock, [&] { return release; });
+    hold.enter();
     return std::make_shared<const std::string>("up 1\n");
   };
   h.extra_path = [](std::string_view path, std::string_view query) -> std::optional<HttpResponse> {
@@ -292,18 +300,114 @@ TEST_CASE("http: a collector's extra path gets the raw query and is admitted lik
   CHECK(status(get(s.port(), "/probe?throw")) == 500);
   CHECK(status(get(s.port(), "/probe/x")) == 404);
   CHECK(s.stats().not_found.load() == 1);
-  // the one admission slot is held by a scrape: the extra path is refused like a second scrape
+  // the one scrape slot is held by a scrape: the extra path is still answered (its own pool)
   auto a = std::async(std::launch::async, [&] { return status(get(s.port(), "/metrics")); });
-  {
-    std::unique_lock lock(mu);
-    cv.wait(lock, [&] { return inside; });
-  }
-  CHECK(status(get(s.port(), "/probe?module=a&target=b")) == 503);
-  {
-    std::lock_guard lock(mu);
-    release = true;
-  }
-  cv.notify_all();
+  hold.wait_inside(1);
+  CHECK(status(get(s.port(), "/probe?module=a&target=b")) == 200);
+  CHECK(status(get(s.port(), "/metrics")) == 503);  // while a second scrape is refused
+  hold.release();
   CHECK(a.get() == 200);
-  CHECK(status(get(s.port(), "/probe?module=a&target=b")) == 200);  // the slot was given back
+  CHECK(s.stats().too_many_other.load() == 0);
+}
+
+TEST_CASE("http: connections without a complete head within head_timeout hold no worker and are closed", "[http]") {
+  auto o = local();
+  o.threads = 2;
+  o.head_timeout_ms = 300;
+  HttpServer s(o, simple());
+  // More connections than workers: silent ones, one-byte ones and a half-sent head (slowloris).
+  std::vector<int> held;
+  for (int i = 0; i < 8; ++i) held.push_back(connect_to(s.port()));
+  for (int i = 0; i < 8; ++i) {
+    int fd = connect_to(s.port());
+    REQUIRE(::send(fd, "G", 1, MSG_NOSIGNAL) == 1);
+    held.push_back(fd);
+  }
+  int slow = connect_to(s.port());
+  std::string partial = "GET /metrics HTTP/1.1\r\nHost: x\r\n";
+  REQUIRE(::send(slow, partial.data(), partial.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(partial.size()));
+  held.push_back(slow);
+  // Every worker is free: the scrape and the probe are answered while all of them are held.
+  CHECK(status(get(s.port(), "/metrics")) == 200);
+  CHECK(status(get(s.port(), "/healthz")) == 200);
+  // Those that sent bytes are closed at the head deadline (end of stream, not the 30 s guard);
+  // the silent ones the kernel may still hold back from accept() (TCP_DEFER_ACCEPT).
+  for (std::size_t i = 8; i < held.size(); ++i) {
+    char buf[256];
+    ssize_t n = ::recv(held[i], buf, sizeof buf, 0);
+    CHECK(n == 0);
+  }
+  for (int fd : held) ::close(fd);
+  CHECK(s.stats().gate.head_timeout.load() >= 9);
+}
+
+TEST_CASE("http: /healthz is answered while every worker runs a scrape", "[http]") {
+  Hold hold;
+  HttpHandlers h{[&](auto) {
+                   hold.enter();
+                   return std::make_shared<const std::string>("up 1\n");
+                 },
+                 [] { return std::string("<html/>"); }};
+  auto o = local(0);
+  o.threads = 2;
+  HttpServer s(o, h);
+  auto a = std::async(std::launch::async, [&] { return status(get(s.port(), "/metrics")); });
+  auto b = std::async(std::launch::async, [&] { return status(get(s.port(), "/metrics")); });
+  hold.wait_inside(2);
+  // Both workers are inside a scrape: the gate answers the kubelet itself, GET and HEAD.
+  auto health = get(s.port(), "/healthz");
+  CHECK(status(health) == 200);
+  CHECK(health.substr(health.find("\r\n\r\n") + 4) == "ok\n");
+  auto head = raw(s.port(), "HEAD /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  CHECK(status(head) == 200);
+  CHECK(head.find("ok\n") == std::string::npos);
+  CHECK(status(get(s.port(), "/healthz?verbose=1")) == 200);
+  hold.release();
+  CHECK(a.get() == 200);
+  CHECK(b.get() == 200);
+  CHECK(s.stats().gate.healthz.load() == 3);
+}
+
+TEST_CASE("http: collectors' paths have their own admission pool, never the scrapes' slots", "[http]") {
+  Hold hold;
+  HttpHandlers h = simple();
+  h.extra_path = [&](std::string_view path, std::string_view) -> std::optional<HttpResponse> {
+    if (path != "/pma") return std::nullopt;
+    hold.enter();
+    return HttpResponse{200, "text/plain; charset=utf-8", "pma\n"};
+  };
+  auto o = local(1);  // one scrape slot
+  o.max_concurrent_other = 2;
+  HttpServer s(o, h);
+  auto a = std::async(std::launch::async, [&] { return status(get(s.port(), "/pma?target=1")); });
+  auto b = std::async(std::launch::async, [&] { return status(get(s.port(), "/pma?target=2")); });
+  hold.wait_inside(2);
+  auto third = get(s.port(), "/pma?target=3");
+  CHECK(status(third) == 503);
+  CHECK(third.find("--web.max-concurrent-other-requests") != std::string::npos);
+  CHECK(status(get(s.port(), "/metrics")) == 200);  // the scrape's one slot is free
+  hold.release();
+  CHECK(a.get() == 200);
+  CHECK(b.get() == 200);
+  CHECK(s.stats().too_many_other.load() == 1);
+  CHECK(s.stats().too_many_scrapes.load() == 0);
+}
+
+TEST_CASE("http gate: what the first bytes of a connection make the gate do", "[http]") {
+  using V = HeadVerdict;
+  CHECK(classify_head("", false, 100) == V::kWait);
+  CHECK(classify_head("G", false, 100) == V::kWait);
+  CHECK(classify_head("GET /metrics HTTP/1.1\r\nHost: x\r\n", false, 100) == V::kWait);  // slowloris
+  CHECK(classify_head("GET /metrics HTTP/1.1\r\nHost: x\r\n", false, 20) == V::kRelay);  // too long: civetweb refuses
+  CHECK(classify_head("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", false, 100) == V::kRelay);
+  CHECK(classify_head("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", false, 100) == V::kHealthzGet);
+  CHECK(classify_head("HEAD /healthz?x=1 HTTP/1.0\n\n", false, 100) == V::kHealthzHead);
+  CHECK(classify_head("GET /healthzz HTTP/1.1\r\n\r\n", false, 100) == V::kRelay);
+  CHECK(classify_head("POST /healthz HTTP/1.1\r\n\r\n", false, 100) == V::kRelay);
+  CHECK(classify_head("GET /healthz HTTP/1.1\r\ncontent-LENGTH: 1\r\n\r\n", false, 100) == V::kRelay);  // a body
+  CHECK(classify_head("GET /healthz HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n", false, 100) == V::kRelay);  // pipelined
+  // TLS: the whole first record (5-byte header + its length), whatever it holds.
+  CHECK(classify_head(std::string_view("\x16\x03\x01\x00\x05hell", 9), true, 100) == V::kWait);
+  CHECK(classify_head(std::string_view("\x16\x03\x01\x00\x05hello", 10), true, 100) == V::kRelay);
+  CHECK(classify_head("GET /healthz HTTP/1.1\r\n\r\n", true, 100) == V::kRelay);  // not TLS: civetweb refuses it
 }

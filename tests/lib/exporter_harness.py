@@ -235,3 +235,148 @@ class Prometheus:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+class Watchers:
+    """What a node's HTTP clients see while a test attacks the exporter: a Prometheus-like client
+    scrapes `scrape_path` every `scrape_every` s on a fresh connection with Prometheus' 10 s timeout
+    (and its header), and a kubelet-like client GETs /healthz every `health_every` s. Every answer is
+    kept as (status or the error's text, seconds). Use as a context manager around the attack."""
+
+    def __init__(self, port, scrape_path="/metrics", headers=None, scrape_every=0.5, health_every=0.2, timeout=10.0):
+        import threading
+        self.port, self.path, self.timeout = port, scrape_path, timeout
+        self.headers = {"X-Prometheus-Scrape-Timeout-Seconds": str(timeout), "Accept-Encoding": "gzip",
+                        **(headers or {})}
+        self.scrapes, self.healthz = [], []
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._loop, args=(self.scrapes, scrape_path, self.headers, scrape_every)),
+                         threading.Thread(target=self._loop, args=(self.healthz, "/healthz", {}, health_every))]
+
+    def _get(self, path, headers):
+        import http.client
+        t0 = time.monotonic()
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+            try:
+                c.request("GET", path, headers=headers)
+                r = c.getresponse()
+                r.read()
+                return r.status, time.monotonic() - t0
+            finally:
+                c.close()
+        except (OSError, http.client.HTTPException) as e:
+            return f"{type(e).__name__}: {e}", time.monotonic() - t0
+
+    def _loop(self, out, path, headers, every):
+        while not self._stop.is_set():
+            out.append(self._get(path, headers))
+            self._stop.wait(every)
+
+    def __enter__(self):
+        for t in self._threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        for t in self._threads:
+            t.join()
+
+    @staticmethod
+    def failed(results):
+        return [r for r in results if r[0] != 200]
+
+    def summary(self):
+        def stats(results):
+            s = sorted(t for _, t in results)
+            if not s:
+                return "none"
+            return (f"{len(s)} answers, {len(self.failed(results))} failed, median {s[len(s) // 2] * 1000:.0f} ms, "
+                    f"max {s[-1] * 1000:.0f} ms")
+        return f"{self.path}: {stats(self.scrapes)}; /healthz: {stats(self.healthz)}"
+
+
+class Holders:
+    """`count` connections to 127.0.0.1:port that each send `first` on connect and then one byte of
+    `trickle` every `every` s (b"": nothing), re-opened as soon as the server closes one: the shapes
+    of silent connections, one-byte connections and slowloris heads. One thread, non-blocking
+    sockets; `reopened` counts the connections the server ended. Use as a context manager."""
+
+    def __init__(self, port, count, first=b"", trickle=b"", every=0.5):
+        import threading
+        self.port, self.count, self.first, self.trickle, self.every = port, count, first, trickle, every
+        self.reopened = 0
+        self.open_failures = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run)
+
+    def _open(self):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setblocking(False)
+        try:
+            s.connect(("127.0.0.1", self.port))
+        except BlockingIOError:
+            pass
+        except OSError:
+            s.close()
+            self.open_failures += 1
+            return None
+        return [s, False, 0]  # socket, first bytes sent, trickle position
+
+    def _run(self):
+        import select  # poll, not select(): the descriptors may pass FD_SETSIZE
+        conns = [c for c in (self._open() for _ in range(self.count)) if c]
+        next_trickle = time.monotonic() + self.every
+        while not self._stop.is_set():
+            p = select.poll()
+            for c in conns:
+                p.register(c[0], select.POLLIN | (0 if c[1] else select.POLLOUT))
+            events = dict(p.poll(50))
+            keep = []
+            for c in conns:
+                ev = events.get(c[0].fileno(), 0)
+                ended = False
+                if not c[1] and ev & select.POLLOUT:
+                    try:
+                        if self.first:
+                            c[0].send(self.first)
+                        c[1] = True
+                    except OSError:
+                        ended = True
+                if ev & (select.POLLIN | select.POLLHUP | select.POLLERR):
+                    try:
+                        ended = ended or c[0].recv(4096) == b""
+                    except BlockingIOError:
+                        pass
+                    except OSError:
+                        ended = True
+                if ended:
+                    c[0].close()
+                    self.reopened += 1
+                    c = self._open()
+                if c:
+                    keep.append(c)
+            conns = keep
+            while len(conns) < self.count and not self._stop.is_set():
+                c = self._open()
+                if not c:
+                    break
+                conns.append(c)
+            if self.trickle and time.monotonic() >= next_trickle:
+                next_trickle = time.monotonic() + self.every
+                for c in conns:
+                    if c[1]:
+                        with contextlib.suppress(OSError):
+                            c[0].send(self.trickle[c[2] % len(self.trickle):][:1])
+                            c[2] += 1
+        for c in conns:
+            c[0].close()
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()

@@ -237,6 +237,7 @@ class Exporter(exporter_harness.Exporter):
         """env: variables added to the simulator's (e.g. an LD_PRELOAD that includes sim.shim);
         collector: the one collector enabled; sysfs: the --path.sysfs tree (default: an empty one)."""
         self.sim = sim
+        self.headers = {}  # sent with every text()/metrics(): credentials when a web config asks for them
         self.sysfs = sysfs or tempfile.mkdtemp(dir=sim.dir, prefix="sysfs-")
         super().__init__(binary, "--path.sysfs=" + self.sysfs, "--collector.disable-defaults",
                          "--collector." + collector, "--log.level=debug", *args,
@@ -248,7 +249,7 @@ class Exporter(exporter_harness.Exporter):
         return self.read_log()
 
     def text(self, timeout=30):
-        return self.get(timeout=timeout)[2]
+        return self.get(headers=self.headers, timeout=timeout)[2]
 
     def metrics(self, timeout=30):
         return parse_metrics(self.text(timeout))

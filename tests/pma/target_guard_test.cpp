@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -35,6 +37,42 @@ TEST_CASE("target reads: concurrent requests share one read, a fresh answer is s
   CHECK(reads.get("node/1", slow_read, &shared).mads == 0);
   CHECK(shared);
   CHECK(calls == 1);
+}
+
+TEST_CASE("target reads: a request waits for another's read only until its own deadline") {
+  TargetReads reads(1h, 16);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool reading = false, release = false;
+  auto held_read = [&] {  // a read that takes as long as the test says (a node that never answers)
+    std::unique_lock lock(mu);
+    reading = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+    return TargetAnswer{200, "late", "ok", 3};
+  };
+  std::thread first([&] {
+    bool shared = false;
+    CHECK(reads.get("node/1", held_read, &shared).body == "late");
+  });
+  {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return reading; });
+  }
+  bool shared = false;
+  TargetAnswer waited = reads.get("node/1", held_read, &shared, TargetReads::Clock::now() + 20ms);
+  CHECK(waited.status == 503);
+  CHECK(waited.result == "busy");
+  CHECK(waited.mads == 0);
+  CHECK(shared);
+  {
+    std::lock_guard lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  first.join();
+  // Once the read is done its answer serves the next request, deadline or not.
+  CHECK(reads.get("node/1", held_read, &shared, TargetReads::Clock::now()).body == "late");
 }
 
 TEST_CASE("target reads: an answer older than the cache time is read again, and the cache is bounded") {

@@ -468,7 +468,7 @@ def case_target_fec(sim, exe):
     lids = sim.lids()
     r = sim.run(["ibportstate", str(lids["sw-leaf-01"]), "1", "espeed", "3"])
     eq(r.returncode, 0, "ibportstate espeed 3 on sw-leaf-01 port 1 (%s)" % r.stderr.strip()[-200:])
-    e = Exporter(sim, exe, "--collector.pma.fabric", "--collector.pma.fabric-snapshot=false",
+    e = Exporter(sim, exe, "--collector.pma.fabric", "--collector.pma.fabric-snapshot=false", "--collector.pma.fabric-targets-allow-unauthenticated",
                  "--collector.pma.fabric-target-cache=1ms", "--collector.pma.fabric-period=300ms")
     wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_discoveries_total") >= 1, 60, what="first discovery")
     status, body = http_get(e.port, "/pma/targets")

@@ -234,7 +234,11 @@ def case_routes_access(sim, exe):
         eq(status, 403, "anonymous %s: 403" % path)
         check("refused: needs basic auth or a verified client certificate" in body, "the 403 says why (%r)" % body[:120])
     eq(route_results(e, {}).get("unauthenticated"), 3, "the refusals are counted")
-    eq(http_get(e.port, "/pma/targets")[0], 200, "/pma/targets is not behind the rule (Prometheus' service discovery)")
+    # /pma and /pma/targets: the same rule (the inventory, and a MAD per read), before any query or MAD.
+    for path in ("/pma/targets", "/pma?target=%s" % src, "/pma?target=zz"):
+        status, body, _ = get_with_headers(e.port, path, {})
+        eq(status, 403, "anonymous %s: 403" % path)
+        check("collectors.pma.fabric_targets_allow_unauthenticated: true" in body, "the 403 names the setting (%r)" % body[:160])
     eq(e.stop(), 0, "exporter exits 0 on SIGTERM")
 
     # Basic auth: an authenticated caller is answered; the burst bound (2 a second) holds.
@@ -247,6 +251,8 @@ def case_routes_access(sim, exe):
     wait_for(lambda: get(parse_metrics(e.get(headers=auth)[2]), "rdma_pma_fabric_lft_reads_total") >= 1, 60,
              what="a first forwarding table read")
     eq(get_with_headers(e.port, routes, {})[0], 401, "no credentials: 401 from the server, before the path")
+    eq(get_with_headers(e.port, "/pma/targets", auth)[0], 200, "/pma/targets answers an authenticated caller")
+    eq(get_with_headers(e.port, "/pma?target=%s" % src, auth)[0], 200, "/pma?target= answers an authenticated caller")
     time.sleep(1.1)  # a full bucket: the bound below starts from a burst of 2
     burst = 12
     with concurrent.futures.ThreadPoolExecutor(burst) as pool:

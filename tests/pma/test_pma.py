@@ -5,6 +5,7 @@ usage: test_pma.py --exporter PATH local|fabric|faults|targets|target_bounds|utf
 (port_mad: the port collector's counters through MADs, on a sysfs tree of the simulator's CA)
 Exit 0 = pass, else fail (also when the simulator cannot be installed or started).
 """
+import base64
 import gzip
 import json
 import os
@@ -15,9 +16,13 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import crypt  # noqa: E402  (libxcrypt; deprecated in 3.11, removed in 3.13)
 from exporter_harness import Prometheus, take_exporter_arg  # noqa: E402
 from ibsim_harness import DEFAULT_NET, Exporter, Sim, SetupError, fat_tree, get, parse_metrics, run_sim_case  # noqa: E402
 from ibsim_harness import wait_for  # noqa: E402
@@ -294,10 +299,25 @@ def case_faults(sim, exe):
     eq(e.stop(), 0, "local-only exporter exits 0 after the stop")
 
 
+# The credentials case_targets' exporter asks for (/pma and /pma/targets are for authenticated
+# callers unless collectors.pma.fabric_targets_allow_unauthenticated), sent by http_get while set.
+AUTH = {}
+
+
+def web_config(sim):
+    """A web config with one basic-auth user (prometheus / s3cret); sets AUTH. Its path."""
+    hashed = crypt.crypt("s3cret", crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16))
+    web = os.path.join(sim.dir, "web.yml")
+    with open(web, "w") as f:
+        f.write("basic_auth_users:\n  prometheus: '%s'\n" % hashed)
+    AUTH["Authorization"] = "Basic " + base64.b64encode(b"prometheus:s3cret").decode()
+    return web
+
+
 def http_get(port, path, headers=None):
     """(status, body) of GET path on the exporter, 4xx/5xx included."""
     try:
-        req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), headers=headers or {})
+        req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), headers={**AUTH, **(headers or {})})
         with urllib.request.urlopen(req, timeout=30) as r:
             return r.status, r.read().decode()
     except urllib.error.HTTPError as x:
@@ -310,11 +330,14 @@ def sd_job(exporter_port, shard=None):
     keep = ("      - source_labels: [__param_target]\n        modulus: %d\n        target_label: __tmp_shard\n"
             "        action: hashmod\n      - source_labels: [__tmp_shard]\n        regex: '%d'\n        action: keep\n"
             % (shard[1], shard[0])) if shard else ""
-    return ("  - job_name: fabric\n    metrics_path: /pma\n    scrape_timeout: 1s\n"
+    # Credentials twice, as docs/fabric.md ships them: the service discovery has its own client.
+    creds = "basic_auth:\n%(i)s  username: prometheus\n%(i)s  password: s3cret\n"
+    return ("  - job_name: fabric\n    metrics_path: /pma\n    scrape_timeout: 1s\n    " + creds % {"i": "    "} +
             "    http_sd_configs:\n      - url: http://127.0.0.1:%d/pma/targets\n        refresh_interval: 1s\n"
+            % exporter_port + "        " + creds % {"i": "        "} +
             "    relabel_configs:\n      - source_labels: [__address__]\n        target_label: __param_target\n"
             "      - source_labels: [__param_target]\n        target_label: instance\n%s"
-            "      - target_label: __address__\n        replacement: 127.0.0.1:%d\n" % (exporter_port, keep, exporter_port))
+            "      - target_label: __address__\n        replacement: 127.0.0.1:%d\n" % (keep, exporter_port))
 
 
 def prom_up(prom):
@@ -336,8 +359,10 @@ def case_targets(sim, exe):
     for (node, port), v in sets.items():
         sim.set(node, port, "PortCounters.SymbolErrorCounter", v)
     sim.set("leaf0", 3, "PortCounters.LinkDownedCounter", 9)
+    web = web_config(sim)
     e = Exporter(sim, exe, "--collector.pma.local=false", "--collector.pma.fabric",
-                 "--collector.pma.fabric-snapshot=false", "--collector.pma.timeout=200ms")
+                 "--collector.pma.fabric-snapshot=false", "--collector.pma.timeout=200ms", "--web.config.file=" + web)
+    e.headers = dict(AUTH)
     status, body = http_get(e.port, "/pma/targets")
     eq(status, 200, "/pma/targets answers")
     groups = json.loads(body)
@@ -373,7 +398,7 @@ def case_targets(sim, exe):
     # 2 KB per port on the wire (docs/metrics.md); its text is mostly HELP and TYPE lines.
     _, plain = http_get(e.port, "/pma?target=" + guid["host0-0"])
     req = urllib.request.Request("http://127.0.0.1:%d/pma?target=%s" % (e.port, guid["host0-0"]),
-                                 headers={"Accept-Encoding": "gzip"})
+                                 headers={"Accept-Encoding": "gzip", **AUTH})
     with urllib.request.urlopen(req, timeout=30) as r:
         eq(r.headers.get("Content-Encoding"), "gzip", "a /pma answer is gzipped when asked")
         wire = r.read()
@@ -453,7 +478,7 @@ def case_utf8(sim, exe):
     """A node whose NodeDescription is not UTF-8 (bytes ff fe; any root user of a fabric node can set
     it): /metrics stays UTF-8 and promtool-clean, /pma/targets stays JSON, the name shows U+FFFD."""
     e = Exporter(sim, exe, "--collector.pma.fabric", "--collector.pma.fabric-period=200ms",
-                 "--collector.pma.timeout=200ms")
+                 "--collector.pma.timeout=200ms", "--collector.pma.fabric-targets-allow-unauthenticated")
     wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_ports_answered") == 8, 60, what="fabric snapshot")
     with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % e.port, timeout=30) as r:
         raw = r.read()
@@ -525,7 +550,7 @@ def case_target_bounds(sim, exe):
         with open(cfg, "w") as f:
             f.write("collectors:\n  pma:\n    local: false\n    fabric: true\n    fabric_snapshot: false\n"
                     "    fabric_period: 200ms\n    timeout: 200ms\n    fabric_target_cache: %s\n"
-                    "    fabric_target_mad_rate: %d\n" % (cache, rate))
+                    "    fabric_target_mad_rate: %d\n    fabric_targets_allow_unauthenticated: true\n" % (cache, rate))
     config("5s", 300)
     e = Exporter(sim, exe, "--config.file=" + cfg)
     status, body = http_get(e.port, "/pma/targets")
@@ -574,6 +599,67 @@ def case_target_bounds(sim, exe):
     finally:
         sim.cmd('Error "host1-1"[1] 0')
     promtool_clean(e.text(), "target bounds")
+    eq(e.stop(), 0, "exporter exits 0")
+
+
+def case_target_flood(sim, exe):
+    """64 clients flood /pma?target= (every target, new timeout headers and no cache, so that
+    each request is a new read, a dead target among them) while a Prometheus-like client scrapes
+    /metrics and a kubelet-like client polls /healthz: /pma has its own admission pool
+    (--web.max-concurrent-other-requests), so no scrape is refused or late, and /healthz answers.
+    Anonymous callers are allowed here (the operator's choice), the worst case."""
+    import http.client
+    import threading
+    from exporter_harness import Watchers
+    e = Exporter(sim, exe, "--collector.pma.local=false", "--collector.pma.fabric", "--collector.pma.fabric-snapshot=false",
+                 "--collector.pma.timeout=200ms", "--collector.pma.fabric-target-cache=1ms",
+                 "--collector.pma.fabric-targets-allow-unauthenticated")
+    status, body = http_get(e.port, "/pma/targets")
+    eq(status, 200, "/pma/targets answers")
+    guids = sorted(g["targets"][0] for g in json.loads(body))
+    sim.cmd('Error "host1-1"[1] 100')  # a target that never answers holds its reads to their deadline
+    statuses = {}
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def client(k):
+        i = k
+        while not stop.is_set():
+            path = "/pma?target=%s&ports=1" % guids[i % len(guids)]
+            hdr = {"X-Prometheus-Scrape-Timeout-Seconds": "%.2f" % (1 + (i % 50) / 100)}
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", e.port, timeout=30)
+                c.request("GET", path, headers=hdr)
+                st = c.getresponse().status
+                c.close()
+            except (OSError, http.client.HTTPException) as x:
+                st = type(x).__name__
+            with lock:
+                statuses[st] = statuses.get(st, 0) + 1
+            i += 64
+    try:
+        threads = [threading.Thread(target=client, args=(k,)) for k in range(64)]
+        for t in threads:
+            t.start()
+        time.sleep(1)  # the flood is in place
+        with Watchers(e.port) as w:
+            time.sleep(8)
+        stop.set()
+        for t in threads:
+            t.join()
+    finally:
+        sim.cmd('Error "host1-1"[1] 0')
+    print("/pma flood by 64 clients: %s; %s" % (statuses, w.summary()))
+    eq(Watchers.failed(w.scrapes), [], "no Prometheus scrape of /metrics failed during the /pma flood")
+    eq(Watchers.failed(w.healthz), [], "every /healthz answered during the /pma flood")
+    check(len(w.scrapes) >= 4 and len(w.healthz) >= 10, "the watchers got answers (%d scrapes, %d /healthz)"
+          % (len(w.scrapes), len(w.healthz)))
+    check(statuses.get(503, 0) > 0, "the flood went past its own admission pool (some /pma got 503): %s" % statuses)
+    m = e.metrics()
+    check(get(m, "rdma_exporter_http_requests_rejected_total", reason="too_many_scrapes") == 0,
+          "no scrape refused for lack of a slot")
+    check(get(m, "rdma_exporter_http_requests_rejected_total", reason="too_many_other_requests") > 0,
+          "the /pma excess counted apart")
     eq(e.stop(), 0, "exporter exits 0")
 
 
@@ -867,7 +953,7 @@ def main():
     exe = take_exporter_arg()
     case, double = sys.argv[1], sys.argv[2]
     try:
-        if case in ("targets", "target_bounds"):
+        if case in ("targets", "target_bounds", "target_flood"):
             sim = Sim(fat_tree(2, 2, 2), host="host0-0")
         elif case == "utf8":  # Hca2's NodeDescription: bytes ff fe in it
             sim = Sim(DEFAULT_NET.replace('"Hca2"', '"Hca\xff\xfe2"').encode("latin-1"))
@@ -881,7 +967,7 @@ def main():
                  "port_mad": case_port_mad}
         return run_sim_case(sim, case, cases, FAILS, exe, double)
     cases = {"local": case_local, "fabric": case_fabric, "faults": case_faults, "targets": case_targets,
-             "utf8": case_utf8, "target_bounds": case_target_bounds}
+             "utf8": case_utf8, "target_bounds": case_target_bounds, "target_flood": case_target_flood}
     return run_sim_case(sim, case, cases, FAILS, exe)
 
 

@@ -500,6 +500,10 @@ TEST_CASE("trace_scheduler: /prober/traces needs an authenticated caller, valid 
   rdma::exporter::RequestIdentity anon, user;
   user.basic_auth_user = "ops";
   CHECK(traces_response(&snap, true, anon).status == 403);
+  // The fabric rule: the 403 names the setting that lets anonymous callers in, and the setting does.
+  CHECK(traces_response(&snap, true, anon).body.find("collectors.prober.traces_allow_unauthenticated: true") !=
+        std::string::npos);
+  CHECK(traces_response(&snap, true, anon, true).status == 200);
   auto ok = traces_response(&snap, true, user);
   CHECK(ok.status == 200);
   CHECK(ok.content_type == "application/json");

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include "exporter/text.h"
 
@@ -76,10 +77,11 @@ void window_answer(std::string& out, const Snapshot& s) {
 
 }  // namespace
 
-exporter::HttpResponse traces_response(const Snapshot* snap, bool tracing, const exporter::RequestIdentity& who) {
-  if (!who.authenticated())
-    return {403, "text/plain; charset=utf-8",
-            "traces refused: needs basic auth or a verified client certificate (docs/security.md)\n"};
+exporter::HttpResponse traces_response(const Snapshot* snap, bool tracing, const exporter::RequestIdentity& who,
+                                       bool allow_unauthenticated) {
+  if (auto refusal = exporter::refuse_unauthenticated(who, allow_unauthenticated, "traces",
+                                                      "collectors.prober.traces_allow_unauthenticated"))
+    return std::move(*refusal);
   std::string out = "{\"tracing\":";
   out += tracing ? "true" : "false";
   out += ',';

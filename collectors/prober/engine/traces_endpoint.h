@@ -19,6 +19,9 @@ inline constexpr std::size_t kMaxTraceRows = 4096;
 inline constexpr std::size_t kMaxSuspectFlowIds = 64;
 
 // `snap` null: the prober is not running (an empty list). `tracing` false: tracing is off.
-exporter::HttpResponse traces_response(const Snapshot* snap, bool tracing, const exporter::RequestIdentity& who);
+// The hop addresses map the fabric's routers: the access rule of /probe
+// (exporter::refuse_unauthenticated) first, anonymous callers only when `allow_unauthenticated`.
+exporter::HttpResponse traces_response(const Snapshot* snap, bool tracing, const exporter::RequestIdentity& who,
+                                       bool allow_unauthenticated = false);
 
 }  // namespace rdma::collectors::prober
