@@ -59,6 +59,9 @@ CONFIG = {
     "probe_loss_ratio": 0.01,                      # RdmaProbeLoss
     "probe_rtt_p99_seconds": 0.0001,               # RdmaProbeRttHigh
     "pcie_uncorrectable_per_10m": 0,               # RdmaPcieUncorrectableErrors (any nonfatal/fatal report)
+    # RdmaTopologySnapshotStale, RdmaFabricSnapshotStale: a background reading older than this many
+    # (refresh interval + the last refresh's duration). Healthy, the age stays below one.
+    "snapshot_stale_intervals": 3,
 }
 # The physical layer's thresholds, from the anchors (docs/runbooks.md, "Physical layer"):
 # NVSentinel's NIC monitor calls 3 link downs in 10 minutes a flapping port; gpud counts 3 downs
@@ -861,6 +864,19 @@ def alerts():
                 'active_width="4x", possible_width="4x", active_speed="NDR", possible_speed="NDR"}' % J, "0x40")],
               {"instance": "node1", "node_guid": "0x1", "port": "3", "remote_guid": "0x2", "remote_port": "1",
                "active_width": "1x", "possible_width": "4x", "active_speed": "NDR", "possible_speed": "NDR"}),
+        alert("RdmaFabricSnapshotStale", stale("rdma_pma_fabric_snapshot_age_seconds", "rdma_pma_fabric_refresh_interval_seconds",
+                                               "rdma_pma_fabric_scrape_duration_seconds", C["fabric_selector"]), "5m", "warning",
+              "The fabric snapshot served by {{ $labels.instance }} is stale",
+              "Scrapes serve a fabric snapshot {{ $value | humanizeDuration }} old, more than %s fabric refreshes: the "
+              "fabric loop fails or hangs, and every rdma_pma_fabric_* series of this exporter stands still."
+              % C["snapshot_stale_intervals"],
+              [("rdma_pma_fabric_snapshot_age_seconds{%s}" % J, "0+60x30"), ("rdma_pma_fabric_refresh_interval_seconds{%s}" % J, "60x30"),
+               ("rdma_pma_fabric_scrape_duration_seconds{%s}" % J, "2x30")],
+              # Healthy at the defaults (fabric-period 60s): up to one period and a refresh.
+              [("rdma_pma_fabric_snapshot_age_seconds{%s}" % J, "1 61 " * 15 + "1"),
+               ("rdma_pma_fabric_refresh_interval_seconds{%s}" % J, "60x30"),
+               ("rdma_pma_fabric_scrape_duration_seconds{%s}" % J, "2x30")],
+              {"instance": "node1"}),
     ]),
     ("rdma-prober", [
         alert("RdmaProbeLoss",
@@ -952,8 +968,28 @@ def alerts():
                 'expected="<= PXB"}' % J, "1x20")],
               {"instance": "node1", "check": "gpu_nic_relation", "subject": "gpu0 0000:1b:00.0", "observed": "SYS mlx5_3",
                "expected": "<= PXB"}),
+        alert("RdmaTopologySnapshotStale", stale("rdma_topology_snapshot_age_seconds", "rdma_topology_refresh_interval_seconds",
+                                                 "rdma_topology_refresh_duration_seconds", C["selector"]), "5m", "warning",
+              "The PCIe, port and peer-memory reading on {{ $labels.instance }} is stale",
+              "Scrapes serve a topology reading {{ $value | humanizeDuration }} old, more than %s refresh intervals: the "
+              "background refresher fails or hangs, and the PCIe link, AER and node-shape series no longer move."
+              % C["snapshot_stale_intervals"],
+              [("rdma_topology_snapshot_age_seconds{%s}" % J, "0+60x30"), ("rdma_topology_refresh_interval_seconds{%s}" % J, "30x30"),
+               ("rdma_topology_refresh_duration_seconds{%s}" % J, "0.5x30")],
+              # Healthy at the defaults: the age climbs to about one interval and drops back.
+              [("rdma_topology_snapshot_age_seconds{%s}" % J, "1 30 " * 15 + "1"),
+               ("rdma_topology_refresh_interval_seconds{%s}" % J, "30x30"),
+               ("rdma_topology_refresh_duration_seconds{%s}" % J, "0.5x30")],
+              {"instance": "node1"}),
     ]),
 ]
+
+
+def stale(age, interval, duration, selector):
+    """A background reading older than snapshot_stale_intervals x (interval + last duration): one
+    interval and the refresh itself is the most a healthy reading reaches."""
+    return "%s{%s} > %s * (%s{%s} + %s{%s})" % (age, selector, C["snapshot_stale_intervals"], interval, selector,
+                                                duration, selector)
 
 
 def recordings():
@@ -1076,6 +1112,8 @@ FIRING_VALUE = {
     "RdmaRoceOutOfSequenceHigh": "200", "RdmaRoceRetransmissionsHigh": "20", "RdmaFabricTransmitWaitHigh": "2M",
     "RdmaProbeLoss": "8.333%", "RdmaProbeRttHigh": "988.1us",
     "RdmaPcieLinkDegraded": "1", "RdmaPcieUncorrectableErrors": "9", "RdmaNodeShapeNonConformant": "0",
+    # 20 minutes at 60 s per minute (the readings stopped at 0).
+    "RdmaTopologySnapshotStale": "20m 0s", "RdmaFabricSnapshotStale": "20m 0s",
 }
 
 
