@@ -267,7 +267,7 @@ bool FabricLoop::rediscover(std::string* err) {
   agents_.forget_all();
   discovered_at_ = Clock::now();
   ++discoveries_;
-  count_loop([](LoopCounters& c) { ++c.discoveries; });
+  count_loop([](LoopCounters& lc) { ++lc.discoveries; });
   rediscover_ = false;
   return true;
 }
@@ -279,7 +279,7 @@ void FabricLoop::open_client() {
   std::lock_guard lock(topo_mu_);
   client_ = std::move(c);
   if (!client_) {
-    count_loop([](LoopCounters& c) { ++c.discovery_errors; });
+    count_loop([](LoopCounters& lc) { ++lc.discovery_errors; });
     spdlog::warn("pma fabric: cannot open MAD port: {}", err);
   }
 }
@@ -292,7 +292,7 @@ void FabricLoop::discover_when_due() {
   target_asks_discovery_ = false;  // this discovery looks for whatever a target missed
   std::string err;
   if (!rediscover(&err)) {
-    count_loop([](LoopCounters& c) { ++c.discovery_errors; });
+    count_loop([](LoopCounters& lc) { ++lc.discovery_errors; });
     spdlog::warn("pma fabric: discovery failed: {} (keeping the previous topology)", err);
   }
 }
@@ -313,7 +313,7 @@ void FabricLoop::refresh_once() {
     if (!answered) return;  // stopped
     ports_ok = *answered;
   }
-  count_loop([](LoopCounters& c) { ++c.refreshes; });
+  count_loop([](LoopCounters& lc) { ++lc.refreshes; });
   emit_loop_series(topo.get(), ports_ok, std::chrono::duration<double>(Clock::now() - t0).count(), sink);
   text.add(std::move(sink));
   publish(std::move(text).finish());
@@ -347,9 +347,9 @@ std::optional<std::size_t> FabricLoop::read_snapshot(const Topology& topo, expor
     for (std::size_t i = 0; i < qs.size() && !stop_flag_; i += chunk) {
       mad::QueryStats st;
       auto part = client_->query(qs.subspan(i, std::min(chunk, qs.size() - i)), mad::round_options(o_.query, round), &st);
-      count_loop([&](LoopCounters& c) {
-        c.mads += st.sent;
-        c.stray += st.stray;
+      count_loop([&](LoopCounters& lc) {
+        lc.mads += st.sent;
+        lc.stray += st.stray;
       });
       all.insert(all.end(), part.begin(), part.end());
     }
@@ -387,15 +387,15 @@ std::optional<std::size_t> FabricLoop::read_snapshot(const Topology& topo, expor
 
 bool FabricLoop::note_node_read(const FabricNode& n, const mad::AgentRead& a) {
   auto count_error = [&](mad::Outcome o) {
-    count_loop([&](LoopCounters& c) {
-      auto& e = c.node_errors[n.guid_label];
+    count_loop([&](LoopCounters& lc) {
+      auto& e = lc.node_errors[n.guid_label];
       e.name = n.name;
       ++e.by_reason[std::string(mad::outcome_label(o))];
     });
   };
   if (a.timeouts)
-    count_loop([&](LoopCounters& c) {
-      auto& e = c.node_errors[n.guid_label];
+    count_loop([&](LoopCounters& lc) {
+      auto& e = lc.node_errors[n.guid_label];
       e.name = n.name;
       e.timeouts += a.timeouts;
     });

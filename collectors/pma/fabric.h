@@ -110,6 +110,11 @@ struct LoopCounters {
   std::mutex mu;
   std::uint64_t refreshes = 0, discoveries = 0, mads = 0, stray = 0, discovery_errors = 0;
   std::map<std::string, NodeErrors> node_errors;  // by node guid
+  // Those of the link table, SM monitor and forwarding tables: written by the loop thread only
+  // (a reload stops the old loop before it starts the new one), read by it under mu.
+  LinkCounts links;
+  SmCounts sm;
+  LftCounts lft;
 };
 LoopCounters& loop_counters();
 
@@ -184,11 +189,11 @@ class FabricLoop {
   // the loop exports are loop_counters().
   std::uint64_t discoveries_ = 0;
   std::shared_ptr<mad::MadClient> client_;
-  LinkTable links_{o_.link_retention};  // loop thread only
-  SmMonitor sm_{o_.sm_stuck_polls};     // loop thread only
+  LinkTable links_{o_.link_retention, &loop_counters().links};  // loop thread only
+  SmMonitor sm_{o_.sm_stuck_polls, &loop_counters().sm};        // loop thread only
   void poll_subnet_managers();
   // Forwarding tables (fabric_routes.cpp): read after a discovery or a master SM change.
-  ForwardingTableCache lft_{LftOptions{o_.lft_max_smps}};
+  ForwardingTableCache lft_{LftOptions{o_.lft_max_smps}, &loop_counters().lft};
   std::uint64_t lft_discoveries_ = 0, lft_sm_changes_ = 0;  // loop thread only: what the last read saw
   bool lft_read_ = false;
   void read_forwarding_tables();

@@ -83,9 +83,17 @@ std::vector<RouteCable> route_cables(const Route& r);
 struct LftOptions {
   std::size_t max_smps = 65536;  // per refresh: a fabric needing more reads the first switches only
 };
+// rdma_pma_fabric_lft_{reads,smps,failures}_total.
+struct LftCounts {
+  std::uint64_t reads = 0, smps = 0, failures = 0;
+};
 class ForwardingTableCache {
  public:
-  explicit ForwardingTableCache(LftOptions o = {}) : o_(o) {}
+  // counts: where the counters go (the fabric loop's process-wide ones, so that they outlive a
+  // reload); nullptr: this cache's own.
+  explicit ForwardingTableCache(LftOptions o = {}, LftCounts* counts = nullptr) : o_(o), c_(counts ? counts : &own_) {}
+  ForwardingTableCache(const ForwardingTableCache&) = delete;
+  ForwardingTableCache& operator=(const ForwardingTableCache&) = delete;
   // Reads every switch's table up to its LinearFDBTop through a libibmad port of (ca, port), one
   // SMP at a time (q.timeout per attempt, q.retries), at most o.max_smps SMPs; the caller holds the
   // MAD port exclusively (as for a discovery). A switch whose read fails keeps no table (its
@@ -98,7 +106,9 @@ class ForwardingTableCache {
   LftOptions o_;
   mutable std::mutex mu_;
   std::shared_ptr<const ForwardingTables> tables_;
-  std::uint64_t refreshes_ = 0, smps_ = 0, failures_ = 0;
+  LftCounts own_;
+  LftCounts* c_;
+  bool read_ = false;  // a read finished: the series appear
   std::size_t last_smps_ = 0, last_switches_ = 0, last_failed_ = 0;
   double last_seconds_ = 0;
 };
