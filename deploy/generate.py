@@ -60,6 +60,9 @@ CONFIG = {
     "probe_loss_ratio": 0.01,                      # RdmaProbeLoss
     "probe_rtt_p99_seconds": 0.0001,               # RdmaProbeRttHigh
     "pcie_uncorrectable_per_10m": 0,               # RdmaPcieUncorrectableErrors (any nonfatal/fatal report)
+    # RdmaTopologySnapshotStale, RdmaFabricSnapshotStale: a background reading older than this many
+    # (refresh interval + the last refresh's duration). Healthy, the age stays below one.
+    "snapshot_stale_intervals": 3,
 }
 # The physical layer's thresholds, from the anchors (docs/runbooks.md, "Physical layer"):
 # NVSentinel's NIC monitor calls 3 link downs in 10 minutes a flapping port; gpud counts 3 downs
@@ -873,6 +876,13 @@ def alerts():
                 'active_width="4x", possible_width="4x", active_speed="NDR", possible_speed="NDR"}' % J, "0x40")],
               {"instance": "node1", "node_guid": "0x1", "port": "3", "remote_guid": "0x2", "remote_port": "1",
                "active_width": "1x", "possible_width": "4x", "active_speed": "NDR", "possible_speed": "NDR"}),
+        stale_alert("RdmaFabricSnapshotStale", "rdma_pma_fabric_snapshot_age_seconds", "rdma_pma_fabric_refresh_interval_seconds",
+                    "rdma_pma_fabric_scrape_duration_seconds", C["fabric_selector"],
+                    "The fabric snapshot served by {{ $labels.instance }} is stale",
+                    "a fabric snapshot", "fabric refreshes: the fabric loop fails or hangs, and every "
+                    "rdma_pma_fabric_* series of this exporter stands still",
+                    # Healthy at the defaults (fabric-period 60s): up to one period and a refresh.
+                    every_s=60, took_s=2, healthy_age=61),
     ]),
     ("rdma-prober", [
         alert("RdmaProbeLoss",
@@ -964,8 +974,29 @@ def alerts():
                 'expected="<= PXB"}' % J, "1x20")],
               {"instance": "node1", "check": "gpu_nic_relation", "subject": "gpu0 0000:1b:00.0", "observed": "SYS mlx5_3",
                "expected": "<= PXB"}),
+        stale_alert("RdmaTopologySnapshotStale", "rdma_topology_snapshot_age_seconds", "rdma_topology_refresh_interval_seconds",
+                    "rdma_topology_refresh_duration_seconds", C["selector"],
+                    "The PCIe, port and peer-memory reading on {{ $labels.instance }} is stale",
+                    "a topology reading", "refresh intervals: the background refresher fails or hangs, and the "
+                    "PCIe link, AER and node-shape series no longer move",
+                    # Healthy at the defaults (health-interval 30s): about one interval, then back.
+                    every_s=30, took_s=0.5, healthy_age=30),
     ]),
 ]
+
+
+def stale_alert(name, age, interval, duration, selector, summary, reading, consequence, **case):
+    """A background reading older than snapshot_stale_intervals x (interval + last duration): one
+    interval and the refresh itself is the most a healthy reading reaches. Fires on a reading that
+    stopped (its age climbs 60 s a minute); quiet on the sawtooth of case's healthy_age."""
+    def series(age_values):
+        return [("%s{%s}" % (age, J), age_values), ("%s{%s}" % (interval, J), "%gx30" % case["every_s"]),
+                ("%s{%s}" % (duration, J), "%gx30" % case["took_s"])]
+    return alert(name, "%s{%s} > %s * (%s{%s} + %s{%s})" % (age, selector, C["snapshot_stale_intervals"], interval,
+                                                            selector, duration, selector), "5m", "warning", summary,
+                 "Scrapes serve %s {{ $value | humanizeDuration }} old, more than %s %s."
+                 % (reading, C["snapshot_stale_intervals"], consequence),
+                 series("0+60x30"), series("1 %g " % case["healthy_age"] * 15 + "1"), {"instance": "node1"})
 
 
 def recordings():
@@ -1089,6 +1120,8 @@ FIRING_VALUE = {
     "RdmaFabricTransmitWaitHigh": "2M",
     "RdmaProbeLoss": "8.333%", "RdmaProbeRttHigh": "988.1us",
     "RdmaPcieLinkDegraded": "1", "RdmaPcieUncorrectableErrors": "9", "RdmaNodeShapeNonConformant": "0",
+    # 20 minutes at 60 s per minute (the readings stopped at 0).
+    "RdmaTopologySnapshotStale": "20m 0s", "RdmaFabricSnapshotStale": "20m 0s",
 }
 
 

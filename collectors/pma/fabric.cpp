@@ -21,7 +21,20 @@ namespace rdma::collectors::pma {
 
 using Clock = std::chrono::steady_clock;
 
+LoopCounters& loop_counters() {
+  static LoopCounters counters;  // never destroyed before the loops that count into it: process lifetime
+  return counters;
+}
+
 namespace {
+// One change to the process-wide loop counters, under their lock.
+template <typename F>
+void count_loop(F&& change) {
+  LoopCounters& c = loop_counters();
+  std::lock_guard lock(c.mu);
+  change(c);
+}
+
 std::string trim_desc(const char* s) {
   std::string d(s);
   while (!d.empty() && (d.back() == ' ' || d.back() == '\0' || d.back() == '\n')) d.pop_back();
@@ -234,6 +247,9 @@ void FabricLoop::collect(exporter::MetricSink& out) const {
   out.append_rendered(s->text);
   out.gauge("rdma_pma_fabric_snapshot_age_seconds", "Seconds since the fabric snapshot served here was taken.", {},
             std::chrono::duration<double>(Clock::now() - s->taken).count());
+  out.gauge("rdma_pma_fabric_refresh_interval_seconds",
+            "The fabric loop's period between refreshes (fabric-period): an age of several of these means it is stuck.",
+            {}, std::chrono::duration<double>(o_.period).count());
 }
 
 bool FabricLoop::rediscover(std::string* err) {
@@ -252,6 +268,7 @@ bool FabricLoop::rediscover(std::string* err) {
   agents_.forget_all();
   discovered_at_ = Clock::now();
   ++discoveries_;
+  count_loop([](LoopCounters& lc) { ++lc.discoveries; });
   rediscover_ = false;
   return true;
 }
@@ -263,7 +280,7 @@ void FabricLoop::open_client() {
   std::lock_guard lock(topo_mu_);
   client_ = std::move(c);
   if (!client_) {
-    ++discovery_errors_;
+    count_loop([](LoopCounters& lc) { ++lc.discovery_errors; });
     spdlog::warn("pma fabric: cannot open MAD port: {}", err);
   }
 }
@@ -276,7 +293,7 @@ void FabricLoop::discover_when_due() {
   target_asks_discovery_ = false;  // this discovery looks for whatever a target missed
   std::string err;
   if (!rediscover(&err)) {
-    ++discovery_errors_;
+    count_loop([](LoopCounters& lc) { ++lc.discovery_errors; });
     spdlog::warn("pma fabric: discovery failed: {} (keeping the previous topology)", err);
   }
 }
@@ -297,7 +314,7 @@ void FabricLoop::refresh_once() {
     if (!answered) return;  // stopped
     ports_ok = *answered;
   }
-  ++refreshes_;
+  count_loop([](LoopCounters& lc) { ++lc.refreshes; });
   emit_loop_series(topo.get(), ports_ok, std::chrono::duration<double>(Clock::now() - t0).count(), sink);
   text.add(std::move(sink));
   publish(std::move(text).finish());
@@ -331,8 +348,10 @@ std::optional<std::size_t> FabricLoop::read_snapshot(const Topology& topo, expor
     for (std::size_t i = 0; i < qs.size() && !stop_flag_; i += chunk) {
       mad::QueryStats st;
       auto part = client_->query(qs.subspan(i, std::min(chunk, qs.size() - i)), mad::round_options(o_.query, round), &st);
-      mads_ += st.sent;
-      stray_ += st.stray;
+      count_loop([&](LoopCounters& lc) {
+        lc.mads += st.sent;
+        lc.stray += st.stray;
+      });
       all.insert(all.end(), part.begin(), part.end());
     }
     return all;  // stopped early: shorter, and the reader stops
@@ -369,15 +388,18 @@ std::optional<std::size_t> FabricLoop::read_snapshot(const Topology& topo, expor
 
 bool FabricLoop::note_node_read(const FabricNode& n, const mad::AgentRead& a) {
   auto count_error = [&](mad::Outcome o) {
-    auto& e = node_errors_[n.guid_label];
-    e.name = n.name;
-    ++e.by_reason[std::string(mad::outcome_label(o))];
+    count_loop([&](LoopCounters& lc) {
+      auto& e = lc.node_errors[n.guid_label];
+      e.name = n.name;
+      ++e.by_reason[std::string(mad::outcome_label(o))];
+    });
   };
-  if (a.timeouts) {
-    auto& e = node_errors_[n.guid_label];
-    e.name = n.name;
-    e.timeouts += a.timeouts;
-  }
+  if (a.timeouts)
+    count_loop([&](LoopCounters& lc) {
+      auto& e = lc.node_errors[n.guid_label];
+      e.name = n.name;
+      e.timeouts += a.timeouts;
+    });
   if (a.cpi_failure) count_error(a.cpi_failure->outcome());
   bool unreachable = false;
   for (std::size_t p = 0; p < a.ports.size(); ++p) {
@@ -425,15 +447,17 @@ void FabricLoop::emit_loop_series(const Topology* topo, std::size_t ports_ok, do
   if (o_.snapshot)
     sink.gauge_u64("rdma_pma_fabric_ports_answered", "Ports whose PortCounters answered in the last refresh.", {},
                    ports_ok);
-  sink.counter("rdma_pma_fabric_refreshes_total", "Fabric refreshes run since start.", {}, refreshes_);
+  LoopCounters& c = loop_counters();
+  std::lock_guard lock(c.mu);
+  sink.counter("rdma_pma_fabric_refreshes_total", "Fabric refreshes run since start.", {}, c.refreshes);
   sink.counter("rdma_pma_fabric_discoveries_total", "Fabric discoveries (libibnetdisc sweeps) that succeeded.", {},
-               discoveries_);
-  sink.counter("rdma_pma_fabric_mads_total", "PMA MADs sent by fabric mode, retries included.", {}, mads_);
+               c.discoveries);
+  sink.counter("rdma_pma_fabric_mads_total", "PMA MADs sent by fabric mode, retries included.", {}, c.mads);
   sink.counter("rdma_pma_fabric_stray_replies_total", "Replies that matched no outstanding request (late or duplicate).",
-               {}, stray_);
+               {}, c.stray);
   sink.counter("rdma_pma_fabric_discovery_errors_total", "Failed fabric discoveries (or a MAD port that would not open).",
-               {}, discovery_errors_);
-  for (const auto& [guid, e] : node_errors_) {
+               {}, c.discovery_errors);
+  for (const auto& [guid, e] : c.node_errors) {
     sink.counter("rdma_pma_fabric_mad_timeouts_total", "PMA MAD attempts to this node that timed out (each retry counts).",
                  {{"node_guid", guid}, {"node_name", e.name}}, e.timeouts);
     for (const auto& [reason, count] : e.by_reason)

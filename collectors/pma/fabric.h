@@ -96,6 +96,28 @@ struct Topology {
 // nullptr and *error on failure.
 std::unique_ptr<Topology> discover(const FabricOptions& o, const mad::NodeNameMap& names, std::string* error);
 
+// The fabric loop's own counters (rdma_pma_fabric_{refreshes,discoveries,mads,stray_replies,
+// discovery_errors,mad_timeouts,mad_errors}_total): one registry for the process, as
+// target_counters() and the prober's ProbeRequestCounts, so that a reload that rebuilds the
+// collector does not restart them at 0 (exact u64, never reset). The loop of the running instance
+// writes them; a reload's stopping and starting loops may overlap, hence the mutex.
+struct LoopCounters {
+  struct NodeErrors {
+    std::string name;
+    std::uint64_t timeouts = 0;
+    std::map<std::string, std::uint64_t> by_reason;
+  };
+  std::mutex mu;
+  std::uint64_t refreshes = 0, discoveries = 0, mads = 0, stray = 0, discovery_errors = 0;
+  std::map<std::string, NodeErrors> node_errors;  // by node guid
+  // Those of the link table, SM monitor and forwarding tables: written by the loop thread only
+  // (a reload stops the old loop before it starts the new one), read by it under mu.
+  LinkCounts links;
+  SmCounts sm;
+  LftCounts lft;
+};
+LoopCounters& loop_counters();
+
 class FabricLoop {
  public:
   explicit FabricLoop(FabricOptions o);
@@ -158,25 +180,20 @@ class FabricLoop {
   // must not turn the discovery into a fabric-wide SMP sweep per refresh.
   std::atomic<bool> target_asks_discovery_{false};
   std::chrono::steady_clock::time_point target_discovery_at_ = std::chrono::steady_clock::now();
-  std::uint64_t discoveries_ = 0;
   double discovery_seconds_ = 0;
   // What each node's agent said about itself, keyed by node GUID (sources/mad/pma_agent.h has the
   // rule); everything is forgotten after each discovery too (a node may have been replaced).
   mad::PmaAgentReader agents_;
   std::set<std::string> logged_;  // node guid + attribute: refusals logged once
-  struct NodeErrors {
-    std::string name;
-    std::uint64_t timeouts = 0;
-    std::map<std::string, std::uint64_t> by_reason;
-  };
-  std::map<std::string, NodeErrors> node_errors_;    // cumulative, by node guid
-  std::uint64_t refreshes_ = 0, mads_ = 0, discovery_errors_ = 0, stray_ = 0;
+  // This instance's discoveries (the forwarding tables are read again after each); the counters
+  // the loop exports are loop_counters().
+  std::uint64_t discoveries_ = 0;
   std::shared_ptr<mad::MadClient> client_;
-  LinkTable links_{o_.link_retention};  // loop thread only
-  SmMonitor sm_{o_.sm_stuck_polls};     // loop thread only
+  LinkTable links_{o_.link_retention, &loop_counters().links};  // loop thread only
+  SmMonitor sm_{o_.sm_stuck_polls, &loop_counters().sm};        // loop thread only
   void poll_subnet_managers();
   // Forwarding tables (fabric_routes.cpp): read after a discovery or a master SM change.
-  ForwardingTableCache lft_{LftOptions{o_.lft_max_smps}};
+  ForwardingTableCache lft_{LftOptions{o_.lft_max_smps}, &loop_counters().lft};
   std::uint64_t lft_discoveries_ = 0, lft_sm_changes_ = 0;  // loop thread only: what the last read saw
   bool lft_read_ = false;
   void read_forwarding_tables();

@@ -49,7 +49,7 @@ void LinkTable::observe(const std::shared_ptr<const Topology>& topo, std::chrono
       continue;
     }
     if (old.up) {
-      ++disappeared_;
+      ++c_->disappeared;
       old.up = false;
       old.training.reset();
     }
@@ -59,7 +59,7 @@ void LinkTable::observe(const std::shared_ptr<const Topology>& topo, std::chrono
   }
   for (auto& [k, l] : current) {
     auto it = links_.find(k);
-    if (it == links_.end() || !it->second.up) appeared_ += first_ ? 0 : 1;
+    if (it == links_.end() || !it->second.up) c_->appeared += first_ ? 0 : 1;
     links_[k] = std::move(l);
   }
   first_ = false;
@@ -102,10 +102,10 @@ void LinkTable::emit(exporter::MetricSink& out) const {
   out.gauge_u64("rdma_pma_fabric_links_degraded", "Links up that trained below what both ends could do.", {}, degraded);
   out.counter("rdma_pma_fabric_link_changes_total",
               "Links that appeared or disappeared between two discoveries (the first discovery is the baseline).",
-              {{"change", "appeared"}}, appeared_);
+              {{"change", "appeared"}}, c_->appeared);
   out.counter("rdma_pma_fabric_link_changes_total",
               "Links that appeared or disappeared between two discoveries (the first discovery is the baseline).",
-              {{"change", "disappeared"}}, disappeared_);
+              {{"change", "disappeared"}}, c_->disappeared);
 }
 
 }  // namespace rdma::collectors::pma

@@ -20,9 +20,19 @@ namespace rdma::collectors::pma {
 
 struct Topology;
 
+// rdma_pma_fabric_link_changes_total{change}.
+struct LinkCounts {
+  std::uint64_t appeared = 0, disappeared = 0;
+};
+
 class LinkTable {
  public:
-  explicit LinkTable(std::chrono::seconds retention) : retention_(retention) {}
+  // counts: where rdma_pma_fabric_link_changes_total goes (the fabric loop's process-wide counters,
+  // so that it outlives a reload); nullptr: this table's own.
+  explicit LinkTable(std::chrono::seconds retention, LinkCounts* counts = nullptr)
+      : retention_(retention), c_(counts ? counts : &own_) {}
+  LinkTable(const LinkTable&) = delete;
+  LinkTable& operator=(const LinkTable&) = delete;
   // Takes in a topology (once: the same one again is a no-op) seen at `now`.
   void observe(const std::shared_ptr<const Topology>& topo, std::chrono::system_clock::time_point now);
   void emit(exporter::MetricSink& out) const;
@@ -46,7 +56,8 @@ class LinkTable {
   std::shared_ptr<const Topology> seen_;
   std::map<Key, Link> links_;
   bool first_ = true;  // the first discovery is the baseline: nothing "appeared"
-  std::uint64_t appeared_ = 0, disappeared_ = 0;
+  LinkCounts own_;
+  LinkCounts* c_;
 };
 
 }  // namespace rdma::collectors::pma

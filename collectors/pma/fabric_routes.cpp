@@ -161,7 +161,7 @@ void ForwardingTableCache::refresh(std::shared_ptr<const Topology> topo_ref, con
   ibmad_port* src = mad_rpc_open_port(ca_name.empty() ? nullptr : ca_name.data(), port, classes, 1);
   if (!src) {
     std::lock_guard lock(mu_);
-    ++failures_;
+    ++c_->failures;
     return;
   }
   const int timeout_ms = static_cast<int>(std::max<std::int64_t>(1, q.timeout.count()));
@@ -250,11 +250,12 @@ void ForwardingTableCache::refresh(std::shared_ptr<const Topology> topo_ref, con
   std::erase_if(ar_answered_, [&](const auto& e) { return !topo.find(e.first); });
   std::lock_guard lock(mu_);
   tables_ = std::move(t);
-  ++refreshes_;
-  smps_ += smps;
-  failures_ += failed;
-  ar_smps_ += ar_smps;
-  ar_misses_ += ar_misses;
+  read_ = true;
+  ++c_->reads;
+  c_->smps += smps;
+  c_->failures += failed;
+  c_->ar_smps += ar_smps;
+  c_->ar_misses += ar_misses;
   last_smps_ = smps;
   last_switches_ = switches;
   last_failed_ = failed;
@@ -268,21 +269,21 @@ std::shared_ptr<const ForwardingTables> ForwardingTableCache::tables() const {
 
 void ForwardingTableCache::emit(exporter::MetricSink& out) const {
   std::lock_guard lock(mu_);
-  if (!refreshes_) return;
+  if (!read_) return;
   out.counter("rdma_pma_fabric_lft_reads_total", "Reads of every switch's linear forwarding table (after a discovery or an SM change).",
-              {}, refreshes_);
+              {}, c_->reads);
   out.counter("rdma_pma_fabric_lft_smps_total", "LinearForwardingTable SMPs sent (one per 64-LID block), retries excluded.",
-              {}, smps_);
+              {}, c_->smps);
   out.counter("rdma_pma_fabric_lft_failures_total", "Switches whose forwarding table read failed (their routes are unknown).",
-              {}, failures_);
+              {}, c_->failures);
   out.gauge_u64("rdma_pma_fabric_lft_switches", "Switches whose forwarding table the last read holds.", {}, last_switches_);
   out.gauge("rdma_pma_fabric_lft_read_duration_seconds", "Duration of the last forwarding table read.", {}, last_seconds_);
   out.counter("rdma_pma_fabric_adaptive_routing_smps_total",
               "AdaptiveRoutingInfo SMPs sent (one per switch and table read; none to a switch that never answered).", {},
-              ar_smps_);
+              c_->ar_smps);
   out.counter("rdma_pma_fabric_adaptive_routing_misses_total",
               "AdaptiveRoutingInfo reads unanswered by a switch that answered before (its last state is kept).", {},
-              ar_misses_);
+              c_->ar_misses);
   if (!tables_ || !tables_->topology) return;
   for (const FabricNode& n : tables_->topology->nodes) {
     if (n.type != "switch") continue;

@@ -103,9 +103,18 @@ std::vector<RouteCable> route_cables(const Route& r);
 struct LftOptions {
   std::size_t max_smps = 65536;  // per refresh: a fabric needing more reads the first switches only
 };
+// rdma_pma_fabric_lft_{reads,smps,failures}_total.
+struct LftCounts {
+  std::uint64_t reads = 0, smps = 0, failures = 0;
+  std::uint64_t ar_smps = 0, ar_misses = 0;  // AdaptiveRoutingInfo SMPs, and misses of switches that answered before
+};
 class ForwardingTableCache {
  public:
-  explicit ForwardingTableCache(LftOptions o = {}) : o_(o) {}
+  // counts: where the counters go (the fabric loop's process-wide ones, so that they outlive a
+  // reload); nullptr: this cache's own.
+  explicit ForwardingTableCache(LftOptions o = {}, LftCounts* counts = nullptr) : o_(o), c_(counts ? counts : &own_) {}
+  ForwardingTableCache(const ForwardingTableCache&) = delete;
+  ForwardingTableCache& operator=(const ForwardingTableCache&) = delete;
   // Reads every switch's table up to its LinearFDBTop through a libibmad port of (ca, port), one
   // SMP at a time (q.timeout per attempt, q.retries), at most o.max_smps SMPs; the caller holds the
   // MAD port exclusively (as for a discovery). A switch whose read fails keeps no table (its
@@ -123,11 +132,12 @@ class ForwardingTableCache {
   LftOptions o_;
   mutable std::mutex mu_;
   std::shared_ptr<const ForwardingTables> tables_;
-  std::uint64_t refreshes_ = 0, smps_ = 0, failures_ = 0;
-  // AdaptiveRoutingInfo (the loop thread only, but for the counters, which emit reads under mu_):
+  LftCounts own_;
+  LftCounts* c_;
+  bool read_ = false;  // a read finished: the series appear
+  // AdaptiveRoutingInfo (the loop thread only):
   std::map<std::uint64_t, ArState> ar_answered_;  // the last state of switches that answered
   std::set<std::uint64_t> ar_unsupported_;        // switches that never answered: not asked again
-  std::uint64_t ar_smps_ = 0, ar_misses_ = 0;
   std::size_t last_smps_ = 0, last_switches_ = 0, last_failed_ = 0;
   double last_seconds_ = 0;
 };

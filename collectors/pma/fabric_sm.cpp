@@ -51,7 +51,7 @@ void SmMonitor::poll(const std::vector<SmPort>& ports, const std::string& ca, in
   std::string ca_name = ca;
   ibmad_port* src = mad_rpc_open_port(ca_name.empty() ? nullptr : ca_name.data(), port, classes, 1);
   if (!src) {
-    ++failures_;
+    ++c_->failures;
     return;
   }
   const int timeout_ms = static_cast<int>(std::max<std::int64_t>(1, q.timeout.count()));
@@ -67,9 +67,9 @@ void SmMonitor::poll(const std::vector<SmPort>& ports, const std::string& ca, in
     ib_portid_t id{};
     ib_portid_set(&id, ports[i].lid, 0, 0);
     std::uint8_t buf[IB_SMP_DATA_SIZE] = {};
-    ++mads_;
+    ++c_->mads;
     if (!smp_query_via(buf, &id, IB_ATTR_SMINFO, 0, static_cast<unsigned>(timeout_ms), src)) {
-      ++failures_;  // an SM that stopped: its port may still say IsSM until the next discovery
+      ++c_->failures;  // an SM that stopped: its port may still say IsSM until the next discovery
       continue;
     }
     const auto info = mad::decode_sm_info(std::span<const std::uint8_t>(buf, sizeof buf));
@@ -86,7 +86,7 @@ void SmMonitor::poll(const std::vector<SmPort>& ports, const std::string& ca, in
     if (sm.info.state == 3) masters.push_back(guid);
   if (masters.size() == 1) {
     if (master_ && masters[0] != master_) {
-      ++master_changes_;
+      ++c_->master_changes;
       spdlog::info("pma fabric: the master SM is now {} (was {})", mad::guid_label(masters[0]), mad::guid_label(master_));
     }
     master_ = masters[0];
@@ -126,10 +126,10 @@ void SmMonitor::emit(exporter::MetricSink& out) const {
   out.gauge_u64("rdma_pma_fabric_sm_masters", "SMs answering SMInfo in the master state (1 is healthy; 0 and >1 are faults).",
                 {}, masters);
   out.counter("rdma_pma_fabric_sm_master_changes_total", "Changes of the master SM's GUID seen between SMInfo polls.", {},
-              master_changes_);
-  out.counter("rdma_pma_fabric_sm_mads_total", "SMInfo SMPs sent (one per SM port and refresh).", {}, mads_);
+              c_->master_changes);
+  out.counter("rdma_pma_fabric_sm_mads_total", "SMInfo SMPs sent (one per SM port and refresh).", {}, c_->mads);
   out.counter("rdma_pma_fabric_sm_query_failures_total",
-              "SMInfo queries that got no answer (an SM that stopped, until a discovery drops its port).", {}, failures_);
+              "SMInfo queries that got no answer (an SM that stopped, until a discovery drops its port).", {}, c_->failures);
 }
 
 }  // namespace rdma::collectors::pma

@@ -32,15 +32,25 @@ void note_sm_ports(const ibnd_node* n, const std::string& guid_label, const std:
 // The SM ports to poll: those found, plus the master SM LID most ports report when no SM port has it.
 std::vector<SmPort> sm_ports_to_poll(std::vector<SmPort> found, const std::map<std::uint16_t, unsigned>& master_lids);
 
+// rdma_pma_fabric_sm_{master_changes,mads,query_failures}_total.
+struct SmCounts {
+  std::uint64_t master_changes = 0, mads = 0, failures = 0;
+};
+
 class SmMonitor {
  public:
   static constexpr std::size_t kMaxSms = 16;  // a subnet runs one master and a few standbys
-  explicit SmMonitor(unsigned stuck_polls) : stuck_polls_(stuck_polls ? stuck_polls : 1) {}
+  // counts: where the counters go (the fabric loop's process-wide ones, so that they outlive a
+  // reload); nullptr: this monitor's own.
+  explicit SmMonitor(unsigned stuck_polls, SmCounts* counts = nullptr)
+      : stuck_polls_(stuck_polls ? stuck_polls : 1), c_(counts ? counts : &own_) {}
+  SmMonitor(const SmMonitor&) = delete;
+  SmMonitor& operator=(const SmMonitor&) = delete;
   // Queries each SM port's SMInfo through a libibmad port of (ca, port); the caller holds the MAD
   // port exclusively (as for a discovery).
   void poll(const std::vector<SmPort>& ports, const std::string& ca, int port, const mad::QueryOptions& q);
   void emit(exporter::MetricSink& out) const;
-  std::uint64_t master_changes() const { return master_changes_; }
+  std::uint64_t master_changes() const { return c_->master_changes; }
 
  private:
   struct Sm {
@@ -51,7 +61,8 @@ class SmMonitor {
   unsigned stuck_polls_;
   std::map<std::uint64_t, Sm> sms_;  // by SM GUID, those that answered the last poll
   std::uint64_t master_ = 0;         // GUID of the last single master seen
-  std::uint64_t master_changes_ = 0, mads_ = 0, failures_ = 0;
+  SmCounts own_;
+  SmCounts* c_;
   bool polled_ = false;
 };
 

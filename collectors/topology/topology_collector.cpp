@@ -142,6 +142,10 @@ class TopologyCollector final : public exporter::Collector {
     out.append_rendered(p->health_text);
     out.gauge("rdma_topology_snapshot_age_seconds", "Seconds since the reading of the PCIe link and AER files, ports and peer memory served here began.", {},
               std::chrono::duration<double>(Clock::now() - p->taken).count());
+    out.gauge("rdma_topology_refresh_interval_seconds",
+              "The background refresher's wait between readings (health-interval): an age of several of these "
+              "means it is stuck.", {},
+              std::chrono::duration<double>(health_interval_).count());
     out.gauge("rdma_topology_refresh_duration_seconds", "How long the refresh that took the reading served here ran (a walk of the topology included).", {}, p->seconds);
     out.counter("rdma_topology_refreshes_total", "Readings of the PCIe link and AER files, ports and peer memory taken (the background refresher's and those of a scrape that met new RDMA devices).", {}, p->refreshes);
   }

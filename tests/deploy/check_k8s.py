@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What the rendered manifests must say (security review and wiring), beyond schema validity.
 
-usage: check_k8s.py BASE.yaml OVERLAY.yaml EXPORTER_BINARY REPO_ROOT [PROBER.yaml [CRI_OVERLAY.yaml]]
+usage: check_k8s.py BASE.yaml OVERLAY.yaml EXPORTER_BINARY REPO_ROOT [PROBER.yaml [CRI_OVERLAY.yaml [GPU_8X8.yaml]]]
 The ConfigMaps' rdma_exporter.yml are loaded by the real exporter (it must start and answer
 /healthz on loopback), and the dashboards ConfigMaps must hold the files of dashboards/."""
 import json
@@ -18,6 +18,7 @@ import yaml
 base_f, overlay_f, exporter, root = sys.argv[1:5]
 prober_f = sys.argv[5] if len(sys.argv) > 5 else None
 cri_f = sys.argv[6] if len(sys.argv) > 6 else None
+gpu_f = sys.argv[7] if len(sys.argv) > 7 else None
 errors = []
 
 
@@ -270,6 +271,57 @@ def check_prober(objs):
 
 if prober_f:
     check_prober(load(prober_f))
+
+
+def names_source(c, cfg):
+    """Where the workload collector of this pod takes names from (the collector's `auto` rule:
+    cri when a cri-socket is set, else kubernetes in a pod), and the CRI socket it would use."""
+    wl = dict(cfg.get("collectors", {}).get("workload", {}))
+    for a in c.get("args", []):
+        for key in ("names", "cri-socket"):
+            if a.startswith("--collector.workload.%s=" % key):
+                wl[key.replace("-", "_")] = a.split("=", 1)[1]
+    if not wl.get("enabled"):
+        return "none", ""
+    names = wl.get("names", "auto")
+    if names == "auto":
+        names = "cri" if wl.get("cri_socket") else "kubernetes"
+    return names, wl.get("cri_socket", "")
+
+
+def check_names_wiring(objs, variant):
+    """Every variant mounts what its names source needs and nothing more: a CRI socket under a
+    read-only mount of a runtime directory and no token; or the token and no runtime socket."""
+    ds, pod, c, cm = check_common(objs, variant)
+    p = variant + ": "
+    names, sock = names_source(c, yaml.safe_load(cm["data"]["rdma_exporter.yml"]))
+    runtime_dirs = {v["name"] for v in pod.get("volumes", [])
+                    if v.get("hostPath", {}).get("path", "").rstrip("/") in RUNTIME_SOCKET_DIRS}
+    runtime_ro = [m["mountPath"] for m in c.get("volumeMounts", [])
+                  if m["name"] in runtime_dirs and m.get("readOnly") is True]
+    token = token_volume(pod, c)[1]
+    reader = any(k == "ClusterRole" and n.startswith("rdma-exporter-pod-reader") for k, n in objs)  # nameSuffix
+    if names == "cri":
+        check(any(sock.startswith(d.rstrip("/") + "/") for d in runtime_ro),
+              p + "cri-socket %r lies under no read-only mount of the runtime's directory (mounted: %s)"
+              % (sock, runtime_ro))
+        check(not token, p + "names from the CRI socket, yet the pod-reader token is projected")
+    else:
+        check(not runtime_dirs, p + "names from %s, yet a container runtime socket is mounted (%s)"
+              % (names, sorted(runtime_dirs)))
+    if names == "kubernetes":
+        check(bool(token) and reader, p + "names from the Kubernetes API need the projected token and the pod reader")
+    elif names == "none":
+        check(not token and not reader, p + "no names: no token, no pod reader")
+    return cm
+
+
+for f, variant in ((overlay_f, "rdma-devices"), (prober_f, "prober"), (cri_f, "rdma-devices-cri")):
+    if f:
+        check_names_wiring(load(f), variant)
+if gpu_f:
+    exporter_loads(check_names_wiring(load(gpu_f), "gpu-8x8")["data"]["rdma_exporter.yml"], "gpu-8x8 ConfigMap",
+                   env=POD_ENV)
 
 for e in errors:
     print("FAIL " + e)

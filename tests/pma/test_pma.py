@@ -561,8 +561,12 @@ def case_target_bounds(sim, exe):
     check(1 <= reads <= 1 + int(secs / 5), "%d requests in %.1f s made %d read(s) of leaf1 (cache 5 s, single-flight)"
           % (sum(statuses.values()), secs, reads))
     eq(target_mads(e), mads, "the MADs counted are those the answers sent")
-    # 2. A reload that rebuilds the collector (cache 1 ms: every request reads) keeps the counters.
+    # 2. A reload that rebuilds the collector (cache 1 ms: every request reads) keeps the counters,
+    #    the target ones and the fabric loop's: the new loop's first discovery adds to the old count.
     ok_before = get(e.metrics(), "rdma_pma_fabric_target_requests_total", result="ok")
+    discoveries = wait_for(lambda: get(e.metrics(), "rdma_pma_fabric_discoveries_total"), 30, what="a discovery")
+    before = e.metrics()
+    refreshes = get(before, "rdma_pma_fabric_refreshes_total")
     config("1ms", 300)
     e.proc.send_signal(signal.SIGHUP)
     wait_for(lambda: get(e.metrics(), "rdma_exporter_config_reloads_total", result="success") >= 1, 30, what="reload")
@@ -570,6 +574,22 @@ def case_target_bounds(sim, exe):
     check(get(m, "rdma_pma_fabric_target_requests_total", result="ok") >= ok_before,
           "target requests counter survives the reload (%d before)" % ok_before)
     eq(get(m, "rdma_pma_fabric_target_mads_total"), mads, "target MADs counter survives the reload")
+    # Until the new loop publishes, the loop's series are absent; its first snapshot (one discovery,
+    # one refresh of its own) counts on from the old loop's counts.
+    m = wait_for(lambda: (lambda m: get(m, "rdma_pma_fabric_discoveries_total") is not None and m)(e.metrics()), 30,
+                 what="the new loop's first snapshot")
+    check(get(m, "rdma_pma_fabric_discoveries_total") >= discoveries + 1,
+          "fabric discoveries counter survives the reload: %d after, %d before"
+          % (get(m, "rdma_pma_fabric_discoveries_total"), discoveries))
+    check(get(m, "rdma_pma_fabric_refreshes_total") > refreshes,
+          "fabric refreshes counter survives the reload: %d after, %d before"
+          % (get(m, "rdma_pma_fabric_refreshes_total"), refreshes))
+    # The forwarding tables are read and the SMs polled in that first refresh too.
+    for name in ("rdma_pma_fabric_lft_reads_total", "rdma_pma_fabric_sm_mads_total"):
+        check((name, ()) in before, "%s exported before the reload" % name)
+        if (name, ()) in before:
+            check(get(m, name) > get(before, name), "%s survives the reload: %s after, %d before"
+                  % (name, m.get((name, ())), get(before, name)))
     # 3. 8 clients over every target, uncached, as Prometheus asks (1 s scrape timeout): the fabric
     #    sees at most the cap (300 MADs/s, a second's burst): the reads wait for their MADs.
     before = target_mads(e)
