@@ -564,6 +564,7 @@ Settings settings_from(const exporter::CollectorSettings& s) {
   out.traces_allow_unauthenticated = s.boolean("traces-allow-unauthenticated");
   out.tracing.rate = static_cast<double>(s.integer("trace-rate", 1, 1000));
   out.tracing.burst = static_cast<double>(s.integer("trace-burst", 1, 64));
+  out.tracing.workers = static_cast<unsigned>(s.integer("trace-workers", 1, 16));
   e.trace.max_hops = static_cast<unsigned>(s.integer("trace-max-hops", 1, static_cast<std::int64_t>(TraceBook::kMaxHops)));
   e.trace.hop_timeout = s.positive_duration("trace-timeout");
   if (e.trace.hop_timeout > std::chrono::seconds(5)) throw s.error("trace-timeout", "at most 5s (one hop's wait)");
@@ -641,6 +642,10 @@ RDMA_REGISTER_COLLECTOR({
              "error queue) when it is created and when it turns lossy; names suspect links (docs/prober.md, Path tracing)."},
             {"trace-rate", exporter::OptionType::kInt, "10", "Trace packets per second per local port (1..1000)."},
             {"trace-burst", exporter::OptionType::kInt, "10", "Trace packets a local port may send at once (1..64)."},
+            {"trace-workers", exporter::OptionType::kInt, "1",
+             "Traces in flight at once (1..16; at most half of them on one local port). Above 1, traces of different "
+             "links overlap and the first router answers their TTL-expired packets to one address at once: Linux-based "
+             "switches limit ICMP errors per destination (1/s, burst 6) and answer the rest with silence (docs/prober.md)."},
             {"trace-max-hops", exporter::OptionType::kInt, "8", "Most TTLs one trace sends (1..16)."},
             {"trace-timeout", exporter::OptionType::kDuration, "250ms", "How long a trace waits for one hop's answer (at most 5s)."},
             {"probe-modules", exporter::OptionType::kYaml, "",

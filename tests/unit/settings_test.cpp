@@ -134,6 +134,8 @@ TEST_CASE("settings: every collector's messages name keys that exist") {
       {"prober", "secret-file", "/nonexistent/secret", {}},
       {"prober", "trace-rate", "0", {}},
       {"prober", "trace-burst", "65", {}},
+      {"prober", "trace-workers", "17", {}},
+      {"prober", "trace-workers", "0", {}},
       {"prober", "trace-max-hops", "17", {}},
       {"prober", "trace-timeout", "6s", {}},
       {"pma", "timeout", "0s", {}},
