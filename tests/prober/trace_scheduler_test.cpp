@@ -252,8 +252,7 @@ struct Rig {
   TraceTransport t;
   Engine engine;
   std::size_t answered = 0;  // connects answered
-  std::set<unsigned> losing;     // flow indexes whose probes never complete
-  std::set<std::uint64_t> lose;  // links whose probes never complete
+  std::set<unsigned> losing;  // flow indexes whose probes never complete
   explicit Rig(EngineConfig c) : engine(c, t, {kPort}) {
     engine.set_tracer(&sched);
     PeerSpec p;
@@ -271,7 +270,7 @@ struct Rig {
     for (; answered < t.connects.size(); ++answered) engine.handle(connected(t.connects[answered], now));
     if (complete)
       for (auto i = before; i < t.posts.size(); ++i)
-        if (!losing.count(flow_of(t.posts[i].first)) && !lose.count(t.posts[i].first))
+        if (!losing.count(flow_of(t.posts[i].first)))
           engine.handle(testing::completion(t.posts[i].first, t.posts[i].second, now + 10us));
     engine.tick(now);
   }
@@ -388,14 +387,13 @@ TEST_CASE("trace_scheduler: a path that grew by a hop is a new path: its new hop
   };
   r.run(T0, T0 + 1s, true);
   REQUIRE(r.t.connects.size() == 2);
-  const auto link0 = r.t.connects[0].link;
   sport0 = flow_label_to_udp_sport(r.t.connects[0].flow_label);
   while (r.sched.run_next()) {
   }
   r.run(T0 + 1s, T0 + 2s, true);
   // The path of flow 0 grows by a hop (L X R D) and something after R drops its packets.
   grown = true;
-  r.lose = {link0};
+  r.losing = {r.t.connects[0].flow};
   r.run(T0 + 2s, T0 + 10s + 200ms, true);
   while (r.sched.run_next()) {
   }
