@@ -565,6 +565,10 @@ Settings settings_from(const exporter::CollectorSettings& s) {
   out.tracing.rate = static_cast<double>(s.integer("trace-rate", 1, 1000));
   out.tracing.burst = static_cast<double>(s.integer("trace-burst", 1, 64));
   out.tracing.workers = static_cast<unsigned>(s.integer("trace-workers", 1, 16));
+  out.tracing.per_port = static_cast<unsigned>(s.integer("trace-per-port", 1, 8));
+  out.tracing.start_interval = std::chrono::duration_cast<std::chrono::milliseconds>(s.duration("trace-start-interval"));
+  if (out.tracing.start_interval > std::chrono::seconds(60)) throw s.error("trace-start-interval", "at most 60s");
+  out.tracing.start_burst = static_cast<double>(s.integer("trace-start-burst", 1, 64));
   e.trace.max_hops = static_cast<unsigned>(s.integer("trace-max-hops", 1, static_cast<std::int64_t>(TraceBook::kMaxHops)));
   e.trace.hop_timeout = s.positive_duration("trace-timeout");
   if (e.trace.hop_timeout > std::chrono::seconds(5)) throw s.error("trace-timeout", "at most 5s (one hop's wait)");
@@ -642,10 +646,15 @@ RDMA_REGISTER_COLLECTOR({
              "error queue) when it is created and when it turns lossy; names suspect links (docs/prober.md, Path tracing)."},
             {"trace-rate", exporter::OptionType::kInt, "10", "Trace packets per second per local port (1..1000)."},
             {"trace-burst", exporter::OptionType::kInt, "10", "Trace packets a local port may send at once (1..64)."},
-            {"trace-workers", exporter::OptionType::kInt, "1",
-             "Traces in flight at once (1..16; at most half of them on one local port). Above 1, traces of different "
-             "links overlap and the first router answers their TTL-expired packets to one address at once: Linux-based "
-             "switches limit ICMP errors per destination (1/s, burst 6) and answer the rest with silence (docs/prober.md)."},
+            {"trace-workers", exporter::OptionType::kInt, "8",
+             "Traces in flight at once (1..16), across local ports: each port's traces are limited by trace-per-port."},
+            {"trace-per-port", exporter::OptionType::kInt, "1",
+             "Traces in flight at once on one local port (1..8). A port's traces ask the same routers to answer the same "
+             "address; Linux-based switches answer one ICMP error per second per destination (burst 6) and drop the rest."},
+            {"trace-start-interval", exporter::OptionType::kDuration, "1s",
+             "One trace start per local port per interval (at most 60s; 0: unpaced), trace-start-burst at once: each trace "
+             "costs every router on its path one answer to the port's address (docs/prober.md, Rate)."},
+            {"trace-start-burst", exporter::OptionType::kInt, "6", "Trace starts a local port may make at once (1..64)."},
             {"trace-max-hops", exporter::OptionType::kInt, "8", "Most TTLs one trace sends (1..16)."},
             {"trace-timeout", exporter::OptionType::kDuration, "250ms", "How long a trace waits for one hop's answer (at most 5s)."},
             {"probe-modules", exporter::OptionType::kYaml, "",

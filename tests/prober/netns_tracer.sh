@@ -188,7 +188,7 @@ ip netns exec $D iptables -t raw -A PREROUTING -i d0 -p udp --dport 4791 || { ec
 d_packets() { ip netns exec $D iptables -t raw -L PREROUTING -vnx | awk '$0 ~ /dpt:4791/ {print $1; exit}'; }
 field() { awk -v k="$1" '/^total/ {for (i = 1; i <= NF; ++i) {split($i, kv, "="); if (kv[1] == k) print kv[2]}}' "$2"; }
 
-echo "== concurrency at the defaults (rate 10/s, burst 10, 250 ms, 8 hops, the default workers), D silent"
+echo "== concurrency at the defaults (rate 10/s, burst 10, 250 ms, 8 hops, one trace per port, starts 6 then 1/s), D silent"
 # 4 local ports of this node (4 buckets), 12 links each; every trace: L, R answer, 2 silent TTLs.
 LOCALS=4 N=48
 before=$(l_packets) d_before=$(d_packets)
@@ -206,7 +206,27 @@ echo "packets sent $packets, at L $at_l (bound of $LOCALS buckets $bound), reach
 [[ $at_l -eq $packets ]] || fail "L counted $at_l trace packets, the driver sent $packets"
 [[ $at_l -le $bound ]] || fail "L saw $at_l packets, more than the $LOCALS buckets' $bound"
 [[ $at_d -eq $((2 * N)) ]] || fail "D's NIC got $at_d trace packets, not 2 per trace ($((2 * N)))"
-[[ $in_flight -ge $LOCALS ]] || fail "at most $in_flight traces at once: the traces of different links did not overlap"
+[[ $in_flight -ge $LOCALS ]] || fail "at most $in_flight traces at once: the traces of different ports did not overlap"
+# Each port's trace starts within what a Linux router answers one address (burst 6, then 1/s; the
+# driver gives port i % LOCALS to the i-th source port), and its traces one at a time.
+python3 - "$WORK/concurrent" $LOCALS 53000 <<'PY' || fail "a port started more traces than 6 + 1/s, or overlapped its own"
+import re, sys
+path, locals_, first = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+ports = {}
+for line in open(path):
+    m = re.match(r"sport=(\d+) .*seconds=([\d.]+) start=([\d.]+)", line)
+    if m:
+        ports.setdefault((int(m[1]) - first) % locals_, []).append((float(m[3]), float(m[2])))
+ok = True
+for port, spans in sorted(ports.items()):
+    spans.sort()
+    starts = [s for s, _ in spans]
+    worst = max(j - i + 1 - (starts[j] - starts[i]) for i in range(len(starts)) for j in range(i, len(starts)))
+    overlap = any(spans[k + 1][0] < spans[k][0] + spans[k][1] - 1e-3 for k in range(len(spans) - 1))
+    print(f"port {port}: {len(starts)} traces, starts beyond 1/s at most {worst:.2f} (bound 6), own traces overlapping: {overlap}")
+    ok = ok and worst <= 6 + 0.05 and not overlap
+sys.exit(0 if ok else 1)
+PY
 
 echo "== forged answers from D (bare quotes, the destination's address, another QP, a TTL not sent): counted, ignored"
 ip -n $D addr add 10.0.9.7/24 dev d0

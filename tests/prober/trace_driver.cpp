@@ -28,7 +28,8 @@ namespace {
 [[noreturn]] void usage() {
   std::fprintf(stderr,
                "usage: trace_driver --source ADDR --dest ADDR [--dev NETDEV] --sports FIRST:COUNT [--tos N] [--qpn N]\n"
-               "                    [--rate N] [--burst N] [--max-hops N] [--timeout-ms N] [--workers N] [--locals N]\n");
+               "                    [--rate N] [--burst N] [--max-hops N] [--timeout-ms N] [--workers N] [--locals N]\n"
+               "                    [--per-port N] [--start-ms N] [--start-burst N]\n");
   std::exit(2);
 }
 
@@ -45,7 +46,8 @@ int main(int argc, char** argv) {
   std::string source, dest, dev;
   TraceSchedulerConfig defaults;
   long first = -1, count = 1, tos = 0, qpn = 0x11, rate = 10, burst = 10, hops = 8, timeout_ms = 250,
-       workers = defaults.workers, locals = 1;
+       workers = defaults.workers, per_port = defaults.per_port, start_ms = defaults.start_interval.count(),
+       start_burst = static_cast<long>(defaults.start_burst), locals = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const char* v = argv[i + 1];
@@ -65,17 +67,29 @@ int main(int argc, char** argv) {
     else if (k == "--timeout-ms") timeout_ms = number(v);
     else if (k == "--workers") workers = number(v);
     else if (k == "--locals") locals = number(v);
+    else if (k == "--per-port") per_port = number(v);
+    else if (k == "--start-ms") start_ms = number(v);
+    else if (k == "--start-burst") start_burst = number(v);
     else usage();
   }
   const auto src = address_gid(source), dst = address_gid(dest);
-  if (!src || !dst || first < 1 || first > 65535 || count < 1 || first + count > 65536 || workers < 1 || locals < 1) usage();
+  if (!src || !dst || first < 1 || first > 65535 || count < 1 || first + count > 65536 || workers < 1 || locals < 1 ||
+      per_port < 1 || start_ms < 0 || start_burst < 1)
+    usage();
   unsigned ifindex = 0;
   if (!dev.empty() && !(ifindex = if_nametoindex(dev.c_str()))) {
     std::fprintf(stderr, "trace_driver: no netdev %s\n", dev.c_str());
     return 2;
   }
   SocketPathTracer tracer;
-  TraceScheduler sched({static_cast<double>(rate), static_cast<double>(burst), 65536, static_cast<unsigned>(workers)}, tracer);
+  TraceScheduler sched({.rate = static_cast<double>(rate),
+                        .burst = static_cast<double>(burst),
+                        .max_queued = 65536,
+                        .workers = static_cast<unsigned>(workers),
+                        .per_port = static_cast<unsigned>(per_port),
+                        .start_interval = std::chrono::milliseconds(start_ms),
+                        .start_burst = static_cast<double>(start_burst)},
+                       tracer);
   const auto t0 = std::chrono::steady_clock::now();
   sched.start();
   for (long i = 0; i < count; ++i) {

@@ -86,7 +86,8 @@ TEST_CASE("trace_scheduler: packets of one local port never exceed the bucket's 
   FakeTime time;
   FakeTracer tracer(time);
   tracer.packets = 8;
-  TraceScheduler s({.rate = 10, .burst = 10, .max_queued = 64}, tracer, time.clockwork());
+  // Starts unpaced: the packet bucket alone is under test.
+  TraceScheduler s({.rate = 10, .burst = 10, .max_queued = 64, .start_interval = 0ms}, tracer, time.clockwork());
   for (std::uint64_t l = 1; l <= 20; ++l) REQUIRE(s.request(job(l)));
   while (s.run_next()) {
   }
@@ -102,6 +103,33 @@ TEST_CASE("trace_scheduler: packets of one local port never exceed the bucket's 
   CHECK(all < 15.5);
   CHECK(s.counters().packets == 160);
   CHECK(s.counters().results.at("complete") == 20);
+}
+
+TEST_CASE("trace_scheduler: a local port starts at most start_burst traces plus one per start_interval", "[trace]") {
+  // What a Linux-based router answers one address: 1 ICMP error per second, a burst of 6. Each
+  // trace asks each router on its path for one answer, so starts, not packets, are what it counts.
+  FakeTime time;
+  FakeTracer tracer(time);
+  tracer.packets = 1;
+  TraceScheduler s({.rate = 1000, .burst = 1000, .max_queued = 64}, tracer, time.clockwork());
+  for (std::uint64_t l = 1; l <= 16; ++l) REQUIRE(s.request(job(l)));
+  s.request(job(100, false, "mlx5_1/1"));
+  const auto t0 = time.now;
+  while (s.run_next()) {
+  }
+  REQUIRE(tracer.sent.size() == 17);
+  std::vector<SClock::time_point> port0;
+  for (std::size_t i = 0; i < tracer.traced.size(); ++i)
+    if (tracer.traced[i].sport != 0xC000 + 100) port0.push_back(tracer.sent[i]);
+  REQUIRE(port0.size() == 16);
+  for (std::size_t i = 0; i < port0.size(); ++i)
+    for (std::size_t j = i; j < port0.size(); ++j) {
+      const double t = std::chrono::duration<double>(port0[j] - port0[i]).count();
+      REQUIRE(static_cast<double>(j - i + 1) <= 6 + t + 1e-9);
+    }
+  // Not slower than needed: 6 at once, then one a second: the 16th about 10 s after the first.
+  CHECK(port0.back() - t0 < 10s + 100ms);
+  CHECK(port0.back() - t0 >= 10s - 100ms);
 }
 
 TEST_CASE("trace_scheduler: local ports have buckets of their own", "[trace]") {
@@ -433,7 +461,8 @@ TEST_CASE("trace_scheduler: traces of different links run at once on the worker 
   } meeting;
   TraceScheduler s({.rate = 1000, .burst = 1000, .max_queued = 8, .workers = 4}, meeting);
   s.start();
-  for (std::uint64_t link = 1; link <= 4; ++link) s.request(job(link));
+  // One local port each: a port's own traces take turns (per_port 1).
+  for (std::uint64_t link = 1; link <= 4; ++link) s.request(job(link, false, "mlx5_" + std::to_string(link) + "/1"));
   std::size_t done = 0;
   while (done < 4) {
     done += s.take_results().size();
@@ -445,6 +474,7 @@ TEST_CASE("trace_scheduler: traces of different links run at once on the worker 
 }
 
 TEST_CASE("trace_scheduler: a port with many links waiting leaves workers for the other ports", "[trace]") {
+  // (per_port 2 here: the cap, not the default of one trace at a time, is under test)
   // Port A's traces hold their worker until port B's trace has run: with the whole pool on A
   // (its 6 links asked first), B would never run and A's traces would wait out their guard.
   struct Held : PathTracer {
@@ -467,7 +497,7 @@ TEST_CASE("trace_scheduler: a port with many links waiting leaves workers for th
       return o;
     }
   } held;
-  TraceScheduler s({.rate = 1000, .burst = 1000, .max_queued = 16, .workers = 4}, held);
+  TraceScheduler s({.rate = 1000, .burst = 1000, .max_queued = 16, .workers = 4, .per_port = 2}, held);
   s.start();
   for (std::uint64_t link = 1; link <= 6; ++link) s.request(job(link, false, "mlx5_0/1"));
   s.request(job(100, false, "mlx5_1/1"));
@@ -478,7 +508,7 @@ TEST_CASE("trace_scheduler: a port with many links waiting leaves workers for th
   }
   s.stop();
   CHECK(held.b_ran);
-  CHECK(held.most_on_a <= 2);  // half the pool
+  CHECK(held.most_on_a <= 2);  // per_port
   CHECK_FALSE(s.counters().results.count("stopped"));
 }
 

@@ -1,6 +1,7 @@
 #include "collectors/prober/engine/trace_scheduler.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace rdma::collectors::prober {
 
@@ -16,6 +17,9 @@ TraceScheduler::TraceScheduler(TraceSchedulerConfig cfg, PathTracer& tracer, Clo
   cfg_.burst = std::max(cfg_.burst, 1.0);
   cfg_.max_queued = std::max<std::size_t>(cfg_.max_queued, 1);
   cfg_.workers = std::clamp(cfg_.workers, 1u, 64u);
+  cfg_.per_port = std::clamp(cfg_.per_port, 1u, cfg_.workers);
+  cfg_.start_interval = std::max(cfg_.start_interval, std::chrono::milliseconds::zero());
+  cfg_.start_burst = std::max(cfg_.start_burst, 1.0);
 }
 
 TraceScheduler::~TraceScheduler() { stop(); }
@@ -80,15 +84,24 @@ TraceCounters TraceScheduler::counters() const {
   return c;
 }
 
-bool TraceScheduler::pace(const std::string& local) {
-  for (;;) {
+bool TraceScheduler::pace(const std::string& local, bool starting) {
+  // A trace's first packet waits for a start token, then every packet for a packet token.
+  for (bool start = starting && cfg_.start_interval.count() > 0;;) {
     Clock::time_point next;
     {
       std::lock_guard lock(buckets_mu_);
-      auto& b = buckets_.try_emplace(local, cfg_.rate, cfg_.burst).first->second;
       const auto now = clock_.now();
-      if (b.take(now)) return true;
-      next = b.next(now);
+      if (start) {
+        auto& s = starts_.try_emplace(local, 1000.0 / static_cast<double>(cfg_.start_interval.count()), cfg_.start_burst)
+                      .first->second;
+        if (s.take(now)) start = false;
+        else next = s.next(now);
+      }
+      if (!start) {
+        auto& b = buckets_.try_emplace(local, cfg_.rate, cfg_.burst).first->second;
+        if (b.take(now)) return true;
+        next = b.next(now);
+      }
     }
     if (!clock_.sleep_until(next)) return false;
   }
@@ -96,10 +109,10 @@ bool TraceScheduler::pace(const std::string& local) {
 
 bool TraceScheduler::can_run(const TraceJob& j) const {
   if (in_flight_.count(j.link)) return false;
-  // Half the pool at most per local port: a port with many links waiting (all paced by its one
-  // bucket) leaves workers for the other ports' traces.
+  // per_port at most per local port (one by default): a port's traces ask the same routers to
+  // answer the same address, and a port with many links waiting leaves workers for the others.
   auto it = local_in_flight_.find(j.local);
-  return it == local_in_flight_.end() || it->second < std::max(1u, cfg_.workers / 2);
+  return it == local_in_flight_.end() || it->second < cfg_.per_port;
 }
 
 bool TraceScheduler::runnable() const {
@@ -128,8 +141,14 @@ bool TraceScheduler::run_next() {
     in_flight_.insert(job.link);
     ++local_in_flight_[job.local];
   }
-  const auto t0 = clock_.now();
-  TraceOutcome out = tracer_.trace(job.target, job.options, [this, &job] { return pace(job.local); });
+  // A trace begins when its first packet may go (its start token taken), not when a worker took it.
+  auto t0 = clock_.now();
+  bool first = true;
+  TraceOutcome out = tracer_.trace(job.target, job.options, [this, &job, &first, &t0] {
+    const bool ok = pace(job.local, first);
+    if (std::exchange(first, false) && ok) t0 = clock_.now();
+    return ok;
+  });
   const double seconds = std::chrono::duration<double>(clock_.now() - t0).count();
   std::lock_guard lock(mu_);
   in_flight_.erase(job.link);

@@ -50,8 +50,15 @@ struct TraceSchedulerConfig {
   double rate = 10;   // trace packets per second per local port
   double burst = 10;  // and at once
   std::size_t max_queued = 4096;  // requests waiting (one per link at most), and results not yet taken
-  unsigned workers = 8;           // traces in flight at once (each one socket and one thread), half
-                                  // of them at most on one local port
+  unsigned workers = 8;           // traces in flight at once (each one socket and one thread)
+  unsigned per_port = 1;          // of them on one local port: its traces ask the same routers to
+                                  // answer the same address, so they take turns
+  // Trace starts per local port: one token per start_interval, start_burst at once (a zero
+  // interval: unpaced). Each trace asks every router on its path for one answer to the port's
+  // address, and Linux-based switches answer one ICMP error per second per destination with a
+  // burst of 6 (icmp_ratelimit, the inetpeer bucket): starting faster reads '*' hops.
+  std::chrono::milliseconds start_interval{1000};
+  double start_burst = 6;
 };
 
 struct TraceCounters {
@@ -95,7 +102,7 @@ class TraceScheduler {
   bool run_next();
 
  private:
-  bool pace(const std::string& local);
+  bool pace(const std::string& local, bool starting);
   void worker();
   bool can_run(const TraceJob& j) const;  // its link has no trace in flight, its port room (mu_ held)
   bool runnable() const;                  // a waiting job can_run (mu_ held)
@@ -113,7 +120,8 @@ class TraceScheduler {
   std::vector<TraceDone> results_;
   TraceCounters counters_;
   std::mutex buckets_mu_;  // the workers share a local port's bucket
-  std::map<std::string, TokenBucket> buckets_;
+  std::map<std::string, TokenBucket> buckets_;  // packets, per local port
+  std::map<std::string, TokenBucket> starts_;   // trace starts, per local port
   std::vector<std::thread> threads_;
 };
 
