@@ -603,7 +603,7 @@ def dash_prober():
         stat("Prober errors/s",
              'sum(rate(rdma_exporter_collector_errors_total{%s, collector="prober"}[%s])) or vector(0)' % (sel, RI),
              unit="cps", w=8),
-    ]
+    ] + suspect_panels()  # the suspect links and matrices, below
 
 
 def layout(panels, documented, undocumented, dash):
@@ -678,8 +678,8 @@ def alert(name, expr, for_, severity, summary, description, fire, quiet, labels,
             "labels": dict({"job": "rdma-exporter"}, **labels), "eval_at": eval_at}
 
 
-def alerts():
-    """The alert table, with the selectors and thresholds of C (configure() first)."""
+def node_alerts():
+    """The per-node alert table, with the selectors and thresholds of C (configure() first)."""
     return [
     ("rdma-exporter", [
         alert("RdmaExporterDown", "up{%(selector)s} == 0" % C, "5m", "critical",
@@ -999,7 +999,7 @@ def stale_alert(name, age, interval, duration, selector, summary, reading, conse
                  series("0+60x30"), series("1 %g " % case["healthy_age"] * 15 + "1"), {"instance": "node1"})
 
 
-def recordings():
+def drift_recordings():
     """Fleet-wide drift as recording rules: (group, [(record, expr, [input series], {labels: value})])."""
     fw = 'rdma_device_info{%(selector)s}' % C
     return [("rdma-fleet-drift", [
@@ -1127,7 +1127,7 @@ FIRING_VALUE = {
 
 # --------------------------------------------------------------------------------------------
 # nic_health: transceivers, NIC temperatures, devlink health and firmware, kernel-log faults.
-# Its own group, added to alerts() without editing the table above.
+# Its own group, listed in alerts() below.
 # --------------------------------------------------------------------------------------------
 NET = 'job="rdma-exporter", instance="node1", device="mlx5_0", port="1", netdev="eth2"'
 DL = 'job="rdma-exporter", instance="node1", device="mlx5_0", devlink="pci/0000:08:00.0"'
@@ -1234,13 +1234,6 @@ FIRING_VALUE.update({
     "RdmaDevlinkReporterErrorsRising": "2", "RdmaFirmwareMixed": "2", "RdmaKernelLogFaults": "3",
 })
 
-_alerts_before_nic_health = alerts
-
-
-def alerts():  # noqa: F811 - the table above, then the nic_health group
-    return _alerts_before_nic_health() + [nic_health_alerts()]
-
-
 # --- Fabric-wide suspect links (issue 26): every node's rdma_prober_suspect_link combined by
 # Prometheus (no central component of our own), the alert that names the link with both ends, and
 # the prober dashboard's suspect table and source x destination matrices.
@@ -1289,18 +1282,6 @@ def suspect_link_alerts():
 
 
 FIRING_VALUE["RdmaFabricSuspectLink"] = "2"
-_recordings_before_suspects = recordings
-_alerts_before_suspects = alerts
-
-
-def recordings():  # noqa: F811 - the fleet drift rules, then the suspect links
-    return _recordings_before_suspects() + suspect_link_recordings()
-
-
-def alerts():  # noqa: F811 - every group above, then the suspect link alert
-    return _alerts_before_suspects() + [suspect_link_alerts()]
-
-
 def matrix(title, expr, col, unit, desc, w=12, h=10):
     """A source x destination table from an instant query: rows `instance`, columns `col`."""
     return {"type": "table", "title": title, "description": desc, "w": w, "h": h,
@@ -1338,12 +1319,13 @@ def suspect_panels():
     ]
 
 
-_dash_prober_before_suspects = dash_prober
+# One builder per artefact: every alert group and every recording group, in the rules files' order.
+def alerts():
+    return node_alerts() + [nic_health_alerts(), suspect_link_alerts()] + physical_alerts()
 
 
-def dash_prober():  # noqa: F811 - the prober dashboard, then the suspect links and matrices
-    uid, title, tags, templ, panels = _dash_prober_before_suspects()
-    return uid, title, tags, templ, panels + suspect_panels()
+def recordings():
+    return drift_recordings() + suspect_link_recordings() + physical_recordings()
 
 
 def render_template(text, labels, value):
@@ -1357,7 +1339,7 @@ def anchor(name):
 
 def build_rules(documented, undocumented):
     groups, tests = [], []
-    for gname, group in alerts() + physical_alerts():
+    for gname, group in alerts():
         rules = []
         for a in group:
             missing = sorted(m for m in promql_util.metrics_in(a["expr"]) if m not in documented)
@@ -1383,7 +1365,7 @@ def build_rules(documented, undocumented):
                 tests.append(case)
         if rules:
             groups.append({"name": gname, "rules": rules})
-    for gname, recs in recordings() + physical_recordings():
+    for gname, recs in recordings():
         rules = []
         for record, expr, series, samples in recs:
             missing = sorted(m for m in promql_util.metrics_in(expr) if m not in documented)
@@ -1418,7 +1400,7 @@ def yaml_dump(obj):
 
 
 def recorded_names():
-    return {rec[0] for _, recs in recordings() + physical_recordings() for rec in recs}
+    return {rec[0] for _, recs in recordings() for rec in recs}
 
 
 def render(metrics_doc, with_tests=True):
