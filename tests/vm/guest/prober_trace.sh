@@ -100,6 +100,7 @@ no_suspects_within_two_windows() {
 clean_crossing() {
   local rail dev flow sport path fresh state out= l links=()
   while read -r rail l; do [[ $rail == "$2" ]] && links+=("$l"); done < <(tail -n +2 "$1.suspects")
+  [[ -e /dev/fd/0 ]] || { echo "clean_crossing: no /dev/fd: the suspects cannot be read" >&2; echo "?"; return; }
   while read -r rail dev flow sport path fresh state; do
     [[ $rail == "$2" && $state == clean && $path != - ]] || continue
     for l in "${links[@]}"; do
