@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "collectors/prober/engine/pinglist_plan.h"
+#include "collectors/prober/engine/topology_plan.h"
 #include "sources/slurm/topology_conf.h"
 
 using namespace rdma;
@@ -62,4 +63,44 @@ TEST_CASE("slurm topology file: errors by line, the good lines read, the plan bu
   const auto plan = collectors::prober::plan_pinglist(f, "rail0", "gpu011", 0, 1);  // the one-node leaf
   REQUIRE(plan.found);
   CHECK(plan.local == 0);
+}
+
+TEST_CASE("slurm topology file: this node's plan peers as peer entries, or a clear state without it") {
+  const std::string text = read(RDMA_SOURCE_DIR "/tests/prober/fixtures/topology_errors.conf");
+  std::vector<collectors::prober::PeerSpec> peers;
+  std::vector<slurm::TopologyError> errors;
+  // gpu002 of leaf1 (4 nodes; leaves of 4, 4, 3, 1): its 3 leaf peers, and its share of leaf1's
+  // pairs (leaf1 probes leaf3 and leaf4 surely, leaf2 on a tie: 0 to 3 remote peers).
+  auto st = collectors::prober::topology_peers(text, "gpu002", 7, 0, 9662, peers, errors);
+  CHECK(st.state == "active");
+  CHECK(st.leaves == 4);
+  CHECK(st.leaf_pairs == 6);
+  CHECK(st.local == 3);
+  CHECK(st.file_errors == 8);
+  CHECK(errors.size() == 8);
+  CHECK(st.rotation == 7);
+  REQUIRE(peers.size() == st.local + st.remote);
+  CHECK(peers[0].name == "gpu001");
+  CHECK(peers[0].address == "gpu001");
+  CHECK(peers[0].tcp_port == 9662);
+  CHECK(peers[0].group == "leaf1");
+  CHECK(peers[0].source == "topology");
+  // Over the nodes of leaf1, its remote pairs are split with at most one more on any node.
+  std::uint64_t remote = 0, most = 0;
+  for (const char* n : {"gpu001", "gpu002", "gpu003", "gpu004"}) {
+    std::vector<collectors::prober::PeerSpec> p;
+    const auto s = collectors::prober::topology_peers(text, n, 7, 0, 9662, p, errors);
+    remote += s.remote;
+    most = std::max(most, s.remote);
+  }
+  CHECK(remote >= 2);
+  CHECK(most == 1);
+  // A node the file does not place, and a file with nothing but errors: no peers, the state says why.
+  peers.clear();
+  CHECK(collectors::prober::topology_peers(text, "other", 7, 0, 9662, peers, errors).state == "node_not_found");
+  CHECK(peers.empty());
+  const auto bad = collectors::prober::topology_peers("SwitchName=s Nodes=n[\n", "n1", 7, 0, 9662, peers, errors);
+  CHECK(bad.state == "file_error");
+  CHECK(bad.file_errors == 1);
+  CHECK(peers.empty());
 }
