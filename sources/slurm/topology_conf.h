@@ -20,7 +20,7 @@ namespace rdma::slurm {
 
 inline constexpr std::size_t kMaxLineBytes = 64 * 1024;
 inline constexpr std::size_t kMaxSwitches = 100'000;
-inline constexpr std::size_t kMaxNodes = 1'000'000;  // expanded, all switches together
+inline constexpr std::size_t kMaxNodes = 200'000;  // expanded, all switches together (2x the largest fleets)
 
 struct TopologyError {
   std::size_t line = 0;  // 1-based; 0: the file as a whole
