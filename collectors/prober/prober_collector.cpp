@@ -11,12 +11,15 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "collectors/prober/engine/config.h"
 #include "collectors/prober/engine/engine.h"
 #include "collectors/prober/engine/localize.h"
+#include "collectors/prober/engine/topology_plan.h"
 #include "collectors/prober/engine/trace_scheduler.h"
 #include "collectors/prober/engine/traces_endpoint.h"
 #include "collectors/prober/wire/path_tracer.h"
@@ -45,7 +48,12 @@ struct Settings {
   bool trace = true;  // path tracing (docs/prober.md, "Path tracing")
   bool traces_allow_unauthenticated = false;  // /prober/traces to anonymous callers
   TraceSchedulerConfig tracing;
+  // The topology pinglist (pinglist_plan.h): leaves from a Slurm topology.conf; "" = off.
+  std::string topology_file;
+  std::chrono::seconds plan_rotation{300};
+  std::uint64_t plan_seed = 0;
 };
+
 
 // The peers as /probe targets: every numeric address of the static list and the resolved ones.
 PeerEndpoints endpoints_of(const std::vector<PeerSpec>& peers) {
@@ -59,6 +67,8 @@ struct Published {
   TransportCounters transport;
   std::optional<TraceCounters> tracing;  // with tracing on
   std::uint64_t self_excluded = 0, over_limit = 0, dns_ok = 0, dns_errors = 0;
+  std::optional<PlanStatus> plan;  // with a topology file set
+  std::chrono::seconds plan_rotation{0};
 };
 
 HistogramValue to_histogram(const std::vector<double>& bounds, const Histogram& h) {
@@ -211,6 +221,26 @@ class ProberCollector final : public exporter::Collector {
     // Both are what the last resolution dropped (they go down when the peer set shrinks): gauges.
     out.gauge_u64("rdma_prober_self_excluded", "Peer addresses (and links) left out now because they are this exporter.", {},
                   p.self_excluded + s.self_excluded);
+    if (p.plan) {
+      for (const char* state : {"active", "file_error", "node_not_found"})
+        out.gauge("rdma_prober_plan_state",
+                  "1 for the topology plan's state: active (peers from the plan), file_error, node_not_found (peers "
+                  "from the static list and DNS only).",
+                  {{"state", state}}, p.plan->state == state ? 1 : 0);
+      out.gauge_u64("rdma_prober_plan_leaves", "Leaves (ToR switches) in the topology plan.", {}, p.plan->leaves);
+      out.gauge_u64("rdma_prober_plan_leaf_pairs",
+                    "Leaf pairs the plan covers each rotation, fleet-wide: every pair by one prober.", {}, p.plan->leaf_pairs);
+      out.gauge_u64("rdma_prober_plan_peers", "Peers this node probes by the plan: its own leaf's, and one per remote leaf pair.",
+                    {{"kind", "local"}}, p.plan->local);
+      out.gauge_u64("rdma_prober_plan_peers", "Peers this node probes by the plan: its own leaf's, and one per remote leaf pair.",
+                    {{"kind", "remote"}}, p.plan->remote);
+      out.gauge_u64("rdma_prober_plan_rotation", "The plan's rotation index (wall-clock seconds / the rotation period).", {},
+                    p.plan->rotation);
+      out.gauge("rdma_prober_plan_rotation_seconds", "The plan's rotation period: its prober and target draws change this often.", {},
+                static_cast<double>(p.plan_rotation.count()));
+      out.gauge_u64("rdma_prober_plan_file_errors", "Errors in the topology file (each logged once with its line).", {},
+                    p.plan->file_errors);
+    }
     out.gauge_u64("rdma_prober_peers_over_limit", "Resolved peers left out now by the peers limit.", {}, p.over_limit);
     out.gauge("rdma_prober_responder_up", "1 while the responder thread answers handshakes; 0 when it stopped (an error).", {},
               p.transport.responder_up ? 1 : 0);
@@ -346,7 +376,10 @@ class ProberCollector final : public exporter::Collector {
         (r.empty() ? errors : ok)++;
         return r;
       };
-      auto e = expand_peers(s_.sources, s_.transport.listen, local, s_.peers_limit, resolver);
+      PeerSources sources = s_.sources;
+      std::optional<PlanStatus> plan;
+      if (!s_.topology_file.empty()) plan = plan_peers(sources.statics);
+      auto e = expand_peers(sources, s_.transport.listen, local, s_.peers_limit, resolver);
       for (const auto& msg : e.errors) spdlog::debug("prober: cannot resolve {}", msg);
       std::lock_guard lock(mu_);
       probe_.set_known_peers(endpoints_of(e.peers));
@@ -354,6 +387,7 @@ class ProberCollector final : public exporter::Collector {
       have_pending_ = true;
       self_excluded_ = e.self_excluded;
       over_limit_ = e.dropped_over_limit;
+      plan_ = plan;
       dns_ok_ += ok;
       dns_errors_ += errors;
       transport_->wake();
@@ -404,6 +438,7 @@ class ProberCollector final : public exporter::Collector {
         }
         std::lock_guard lock(mu_);
         p->self_excluded = self_excluded_, p->over_limit = over_limit_, p->dns_ok = dns_ok_, p->dns_errors = dns_errors_;
+        p->plan = plan_, p->plan_rotation = s_.plan_rotation;
         published_ = std::move(p);
         last_publish = now;
       }
@@ -432,6 +467,39 @@ class ProberCollector final : public exporter::Collector {
   std::vector<PeerSpec> pending_peers_;
   bool have_pending_ = false;
   std::uint64_t self_excluded_ = 0, over_limit_ = 0, dns_ok_ = 0, dns_errors_ = 0;
+  std::optional<PlanStatus> plan_;
+  std::set<std::size_t> topology_lines_logged_;  // error lines of the topology file already logged
+  std::string plan_state_logged_;
+
+  // The topology file read now and this node's plan for the rotation of the wall clock (every
+  // node agrees on it to within its clock's offset): appended to `peers`.
+  PlanStatus plan_peers(std::vector<PeerSpec>& peers) {
+    std::ifstream f(s_.topology_file, std::ios::binary);
+    std::string text(kMaxTopologyFileBytes + 1, '\0');
+    f.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<std::size_t>(std::max<std::streamsize>(0, f.gcount())));
+    PlanStatus st;
+    if (!f.eof() || text.size() > kMaxTopologyFileBytes) {
+      st.state = "file_error";
+      if (plan_state_logged_ != "unreadable")
+        spdlog::warn("prober: topology file {} cannot be read or is over {} bytes: peers from the static list and DNS only",
+                     s_.topology_file, kMaxTopologyFileBytes);
+      plan_state_logged_ = "unreadable";
+      return st;
+    }
+    const auto secs = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
+    const auto rotation = static_cast<std::uint64_t>(secs.count() / std::max<std::int64_t>(1, s_.plan_rotation.count()));
+    std::vector<slurm::TopologyError> errors;
+    st = topology_peers(text, s_.transport.node_name, rotation, s_.plan_seed, s_.sources.dns_port, peers, errors);
+    for (const auto& err : errors)
+      if (topology_lines_logged_.insert(err.line).second)
+        spdlog::warn("prober: topology file {} line {}: {}", s_.topology_file, err.line, err.message);
+    if (st.state != plan_state_logged_ && st.state != "active")
+      spdlog::warn("prober: topology plan {} ({} in {}): peers from the static list and DNS only", st.state,
+                   s_.transport.node_name, s_.topology_file);
+    plan_state_logged_ = st.state;
+    return st;
+  }
 };
 
 // kDefaultBuckets as the `buckets` setting's default: "0.000001,0.000002,...,0.1".
@@ -540,6 +608,10 @@ Settings settings_from(const exporter::CollectorSettings& s) {
   out.sources.dns_name = s.string("dns-name");
   out.sources.dns_port = static_cast<std::uint16_t>(dns_port);
   out.sources.dns_group = s.string("dns-group");
+  out.topology_file = s.string("topology-file");
+  out.plan_rotation = std::chrono::duration_cast<std::chrono::seconds>(s.positive_duration("plan-rotation"));
+  if (out.plan_rotation.count() < 1) throw s.error("plan-rotation", "must be at least 1s");
+  out.plan_seed = static_cast<std::uint64_t>(s.integer("plan-seed", 0, 1000000000));
   out.dns_refresh = s.positive_duration("dns-refresh");
   out.probe_modules = parse_probe_modules(s.yaml("probe-modules"), s.origin("probe-modules"));
   auto& a = out.probe_access;
@@ -595,6 +667,11 @@ RDMA_REGISTER_COLLECTOR({
             {"dns-port", exporter::OptionType::kInt, "9662", "Handshake TCP port of the peers found through dns-name."},
             {"dns-refresh", exporter::OptionType::kDuration, "30s", "How often peer names are resolved again."},
             {"dns-group", exporter::OptionType::kString, "", "Group label of the peers found through dns-name."},
+            {"topology-file", exporter::OptionType::kString, "",
+             "Slurm topology.conf: peers from the topology plan (own leaf, one prober per leaf pair), resolved as names "
+             "on dns-port; \"\" = off."},
+            {"plan-rotation", exporter::OptionType::kDuration, "5m", "How often the topology plan re-draws its probers and targets."},
+            {"plan-seed", exporter::OptionType::kInt, "0", "Seed of the topology plan's hashes (the same on every node)."},
             {"device", exporter::OptionType::kString, "", "Regular expression of local RDMA devices to probe from (default all)."},
             {"interval", exporter::OptionType::kDuration, "1s", "Probe interval per link."},
             {"jitter-percent", exporter::OptionType::kInt, "10", "Uniform jitter of the interval, in percent (+-)."},
