@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fabric link table against ibsim (issue 25): every link once with both ends, degraded exactly where
+"""Fabric link table against ibsim: every link once with both ends, degraded exactly where
 a link trained below what its two ends could do (iblinkinfo on the same fabric is the reference for
 width, speed and far end), and a cable pulled after a discovery keeps its last-known far end until
 it is back.
