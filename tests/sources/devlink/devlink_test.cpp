@@ -9,7 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <optional>
+#include <map>
 
 #include "sources/devlink/devlink.h"
 #include "sources/netlink/genetlink.h"
@@ -138,39 +138,28 @@ TEST_CASE("devlink dumps: an empty dump, an error answer, a buffer cut inside or
   const std::vector<std::vector<std::uint8_t>> reporters{reporter_msg({.name = "rx", .errors = 1}),
                                                          reporter_msg({.name = "tx"}), done_msg()};
   const std::vector<std::vector<std::uint8_t>> infos{info_msg("0000:08:00.1", "a", "b"), done_msg()};
-  const auto health = concat({reporters[0], reporters[1], reporters[2]});
-  const auto info = concat({infos[0], infos[1]});
-  REQUIRE(devlink::decode_health_dump(health).value.size() == 2);
-  REQUIRE(devlink::decode_info_dump(info).value.size() == 1);
-  // Message ends in a dump and how many items the messages up to each one hold.
-  auto whole = [](const std::vector<std::vector<std::uint8_t>>& msgs, std::size_t n) -> std::optional<std::size_t> {
-    std::size_t end = 0;
-    for (std::size_t i = 0; i <= msgs.size(); ++i) {
-      if (n == end) return std::min(i, msgs.size() - 1);  // the last message (done) holds no item
-      if (i < msgs.size()) end += msgs[i].size();
+  // Every cut of the dump made of `msgs` (the last one the done message, which holds no item).
+  auto check_cuts = [](const char* what, const std::vector<std::vector<std::uint8_t>>& msgs, auto decode) {
+    std::vector<std::uint8_t> dump;
+    std::map<std::size_t, std::size_t> items_at_end{{0, 0}};  // message end -> items before it
+    for (std::size_t i = 0; i < msgs.size(); ++i) {
+      dump.insert(dump.end(), msgs[i].begin(), msgs[i].end());
+      items_at_end[dump.size()] = std::min(i + 1, msgs.size() - 1);
     }
-    return std::nullopt;
+    REQUIRE(decode(netlink::Bytes(dump.data(), dump.size())).value.size() == msgs.size() - 1);
+    for (std::size_t n = 0; n < dump.size(); ++n) {
+      INFO(what << " dump cut to " << n << " of " << dump.size() << " bytes");
+      const auto r = decode(netlink::Bytes(dump.data(), n));
+      if (const auto at = items_at_end.find(n); at != items_at_end.end()) {
+        REQUIRE(r.ok());
+        CHECK(r.value.size() == at->second);
+      } else {
+        CHECK(r.error == ReadError::kMalformed);
+      }
+    }
   };
-  for (std::size_t n = 0; n < health.size(); ++n) {
-    INFO("health dump cut to " << n << " of " << health.size() << " bytes");
-    const auto r = devlink::decode_health_dump(netlink::Bytes(health.data(), n));
-    if (const auto items = whole(reporters, n)) {
-      REQUIRE(r.ok());
-      CHECK(r.value.size() == *items);
-    } else {
-      CHECK(r.error == ReadError::kMalformed);
-    }
-  }
-  for (std::size_t n = 0; n < info.size(); ++n) {
-    INFO("info dump cut to " << n << " of " << info.size() << " bytes");
-    const auto r = devlink::decode_info_dump(netlink::Bytes(info.data(), n));
-    if (const auto items = whole(infos, n)) {
-      REQUIRE(r.ok());
-      CHECK(r.value.size() == *items);
-    } else {
-      CHECK(r.error == ReadError::kMalformed);
-    }
-  }
+  check_cuts("health", reporters, [](netlink::Bytes b) { return devlink::decode_health_dump(b); });
+  check_cuts("info", infos, [](netlink::Bytes b) { return devlink::decode_info_dump(b); });
   // A reporter without its name, or a message without the handle, is malformed.
   const auto no_name = concat({reporter_msg({.name = ""}), done_msg()});
   CHECK(devlink::decode_health_dump(no_name).error == ReadError::kMalformed);
