@@ -31,7 +31,7 @@ RUN cmake -S /src -B /build -DCMAKE_BUILD_TYPE=Release -DRDMA_EXPORTER_TESTS=OFF
  && DESTDIR=/out cmake --install /build --strip
 # TLS: civetweb 1.15 dlopens an unversioned libssl.so and crashes with OpenSSL 3 (civetweb#1334).
 # The build installs its shim (libssl.so, libcrypto.so) under /usr/lib/<triplet>/rdma_exporter, which the
-# binary finds through its RPATH; the runtime stage copies it with the binary (TLS: issue 9).
+# binary finds through its RPATH; the runtime stage copies it with the binary, so TLS works in the image.
 
 # ---- runtime ----------------------------------------------------------------------------------
 FROM debian:bookworm-slim

@@ -841,7 +841,7 @@ def node_alerts():
               [('rdma_pma_fabric_port_transmit_wait_total{%s, node_guid="0x1", port="3"}' % J, "0+120000000x40")] + FABRIC_INFO,
               [('rdma_pma_fabric_port_transmit_wait_total{%s, node_guid="0x1", port="3"}' % J, "0+6000x40")] + FABRIC_INFO,
               {"instance": "node1", "node_guid": "0x1", "node_name": "leaf1", "port": "3", "remote_name": "node7 mlx5_0", "remote_port": "1"}, eval_at="30m"),
-        # Subnet manager and link training (issue 25): rdma_pma_fabric_sm_* and _link_* of fabric mode.
+        # Subnet manager and link training: rdma_pma_fabric_sm_* and _link_* of fabric mode.
         alert("RdmaFabricNoMasterSm", "rdma_pma_fabric_sm_masters{%(fabric_selector)s} == 0" % C, "2m", "critical",
               "No master subnet manager seen from {{ $labels.instance }}",
               "No SM answers SMInfo in the master state: the fabric is not swept, and links or nodes that "
@@ -1234,7 +1234,7 @@ FIRING_VALUE.update({
     "RdmaDevlinkReporterErrorsRising": "2", "RdmaFirmwareMixed": "2", "RdmaKernelLogFaults": "3",
 })
 
-# --- Fabric-wide suspect links (issue 26): every node's rdma_prober_suspect_link combined by
+# --- Fabric-wide suspect links: every node's rdma_prober_suspect_link combined by
 # Prometheus (no central component of our own), the alert that names the link with both ends, and
 # the prober dashboard's suspect table and source x destination matrices.
 # RoCE hops from the prober's traces, InfiniBand cables from the forwarding tables (the pma

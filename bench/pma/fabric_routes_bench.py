@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Forwarding-table read and routes benchmark (issue 26) on the same ibsim fat tree as bench.py.
+"""Forwarding-table read and routes benchmark (`/pma/routes`, fabric mode) on the same ibsim fat tree as bench.py.
 
 usage: fabric_routes_bench.py <rdma_exporter> [leaves] [hosts_per_leaf] [spines]
 Prints: switches and the LinearForwardingTable SMPs of one table read, its duration, and the time

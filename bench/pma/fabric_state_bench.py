@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fabric physical state benchmark (issue 25): the link table and SM health against iblinkinfo and a
+"""Fabric physical state benchmark (link training and subnet managers): the link table and SM health against iblinkinfo and a
 `smpquery portinfo` loop, on the same ibsim fat tree as bench.py, with a persistent opensm.
 
 usage: fabric_state_bench.py <rdma_exporter> [leaves] [hosts_per_leaf] [spines] [smpquery_sample]

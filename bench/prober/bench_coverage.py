@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""ECMP path coverage of the prober's flows, through the kernel's own multipath hash (issue #26).
+"""ECMP path coverage of the prober's flows, through the kernel's own multipath hash: how many
+of the paths between two hosts the flows (and so the per-flow path traces) cross.
 
   sudo bench/prober/bench_coverage.py --helper build/bench/bench_prober_flow_labels \\
       [--links 64] [--hours 1] [--horizon-hours 6] [--flows 1,2,4,8] [--ways 2,3,4,8,16,32,64] [--hash-seed S]

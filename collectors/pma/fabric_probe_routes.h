@@ -1,5 +1,5 @@
-// Each probe link's route, and the InfiniBand suspects fed by the prober's own verdicts (issue 26,
-// item 4): the prober publishes its InfiniBand links and their lossy/clean flows per window
+// Each probe link's route, and the InfiniBand suspects fed by the prober's own verdicts: the
+// prober publishes its InfiniBand links and their lossy/clean flows per window
 // (sources/model/probe_links.h); fabric mode routes each one over the last forwarding tables read
 // and runs the intersection (fabric_suspects.h) on them, per rail. Pure: the caller passes the
 // tables and the view.

@@ -1,4 +1,4 @@
-// InfiniBand routes from the switches' linear forwarding tables (issue 26, item 4).
+// InfiniBand routes from the switches' linear forwarding tables: the cables between any two ports.
 //
 // In fabric mode the loop reads each switch's LinearForwardingTable (SMP attribute 0x0019, LID-routed
 // SubnGet, one 64-entry block per MAD, blocks up to the LinearFDBTop the discovery's SwitchInfo

@@ -1,4 +1,4 @@
-// The intersection on InfiniBand (issue 26, item 4): each probed pair's route from the forwarding
+// Suspect links on InfiniBand, by intersection: each probed pair's route from the forwarding
 // tables (fabric_routes.h) becomes a TracedFlow whose path is the ports it crosses, and
 // rdma::model::suspect_links names the links that the lossy pairs cross and no clean pair does.
 // Routes from tables have no unanswered hop and never change under a flow between two table

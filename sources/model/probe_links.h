@@ -1,5 +1,5 @@
 // The prober's InfiniBand links and how they fared over its last window, for the pma collector's
-// routes (issue 26, item 4): the prober knows which (local port -> peer LID) links lose, the pma
+// routes and suspect links: the prober knows which (local port -> peer LID) links lose, the pma
 // collector in fabric mode knows every route; collectors do not include each other, so the prober
 // publishes here and the pma collector reads. Bounded (kMaxLinks), thread-safe, replaced whole at
 // every window: a reader sees one window's links, never a mix, and nothing older than `stale_after`.

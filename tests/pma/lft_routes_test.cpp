@@ -1,4 +1,4 @@
-// Forwarding tables and routes (issue 26): SwitchInfo and LinearForwardingTable blocks decode where
+// Forwarding tables and routes: SwitchInfo and LinearForwardingTable blocks decode where
 // libibmad encodes them, the block count up to LinearFDBTop, and routes walked over a synthetic
 // topology: through one and two switches, to a switch LID, to itself, and each failure as a value
 // (loop, missing entry, entry beyond LinearFDBTop, unknown LID, unknown source, a switch with no

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fabric link table against ibsim (issue 25): every link once with both ends, degraded exactly where
+"""Fabric link table against ibsim: every link once with both ends, degraded exactly where
 a link trained below what its two ends could do (iblinkinfo on the same fabric is the reference for
 width, speed and far end), and a cable pulled after a discovery keeps its last-known far end until
 it is back.
@@ -48,7 +48,7 @@ from test_pma import FAILS, check, eq, http_get  # noqa: E402  (one pass/fail re
 # No NDR: ibsim 0.10 (Debian 12) knows no NDR token ("parse_port_link_width_and_speed: cannot parse
 # speed / invalid speed", and the port falls back to SDR) and rejects an extended-speed mask above 7
 # ("bad extended speed 15 = should be between 0 to 7"): HDR is the fastest speed it can train. NDR and
-# XDR decoding and the degraded rule on them are covered by the unit tests (tests/pma/smp_decode_test.cpp).
+# XDR decoding and the degraded rule on them are covered by the unit tests (tests/sources/mad/smp_decode_test.cpp).
 #
 # Every link is 4xHDR except
 #  - sw-leaf-02 port 2 <-> gpu-b02: the HCA end is 1xHDR: trains at 1x where both ends support and

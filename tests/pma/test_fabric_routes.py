@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""InfiniBand routes from the switches' forwarding tables (issue 26) against ibsim and opensm.
+"""InfiniBand routes from the switches' forwarding tables against ibsim and opensm.
 
 routes: the route the exporter computes (/pma/routes, from the LinearForwardingTable of every
 switch that fabric mode reads after each discovery) equals ibtracert's, hop by hop (node GUID, in

@@ -2,7 +2,8 @@
 """unit: tests/sources/tests_of_sources.txt names, for every folder of sources/, the ctests that
 whoever changes it runs (`ctest -R "$(tests/sources/tests-of.sh sources/mad)"`). A folder added to
 sources/ without a line, a line for a folder that is gone, or a regex that selects no test of this
-build fails here."""
+build fails here. So does a test in tests/sources/ that is not where a reader looks for it: the
+tests of sources/<x>/<file>.h are tests/sources/<x>/<file>[_<what>]_test.cpp."""
 import json
 import os
 import re
@@ -46,6 +47,20 @@ class TestSourcesMap(unittest.TestCase):
         for folder, regex in table().items():
             with self.subTest(folder=folder):
                 self.assertTrue(any(re.search(regex, n) for n in names), "%s selects no test" % regex)
+
+    def test_tests_are_named_after_what_they_test(self):
+        here = os.path.join(REPO, "tests", "sources")
+        for d in sorted(os.listdir(here)):
+            if not os.path.isdir(os.path.join(here, d)) or d == "__pycache__":
+                continue
+            with self.subTest(folder=d):
+                self.assertIn(d, folders(), "tests/sources/%s has no sources/%s" % (d, d))
+                headers = {f[:-2] for f in os.listdir(os.path.join(REPO, "sources", d)) if f.endswith(".h")}
+                for f in os.listdir(os.path.join(here, d)):
+                    if f.endswith(".cpp"):
+                        self.assertTrue(f.endswith("_test.cpp") and
+                                        any(f == h + "_test.cpp" or f.startswith(h + "_") for h in headers),
+                                        "tests/sources/%s/%s is not named <header of sources/%s>_test.cpp" % (d, f, d))
 
 
 if __name__ == "__main__":

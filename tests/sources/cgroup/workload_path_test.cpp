@@ -126,7 +126,7 @@ TEST_CASE("look-alikes are not workloads") {
   CHECK(classify_path(s("/kubepods/pod", kUid, "/notacontainer")) == pod(""));
 }
 
-TEST_CASE("malformed text gives nothing, never a crash") {
+TEST_CASE("malformed text gives no workload, and a path with a colon keeps its tail") {
   CHECK(parse_proc_cgroup("") == Workload{});
   CHECK(parse_proc_cgroup("garbage") == Workload{});
   CHECK(parse_proc_cgroup("1:") == Workload{});
