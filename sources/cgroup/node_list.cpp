@@ -34,7 +34,8 @@ std::string decode_node_list(std::string_view text, const std::vector<std::strin
       false);
   if (too_deep) return "document nested deeper than " + std::to_string(kMaxDepth);
   if (doc.is_discarded() || !doc.is_object()) return "not a JSON object";
-  const auto kind = doc.value("kind", std::string());
+  // Not doc.value("kind", ...): it throws when the member is there but not a string.
+  const auto kind = doc.contains("kind") && doc["kind"].is_string() ? doc["kind"].get<std::string>() : std::string();
   if (kind == "Status") {
     const auto code = doc.contains("code") && doc["code"].is_number_unsigned() ? doc["code"].get<std::uint64_t>() : 0;
     std::string msg = doc.contains("message") && doc["message"].is_string() ? doc["message"].get<std::string>() : "";

@@ -51,6 +51,16 @@ def write_tree(root, profile="fixtures", with_manifest=False, devices=None):
     return None
 
 
+def write_file_atomically(path, text):
+    """Replaces a file of a fake sysfs tree as the kernel changes an attribute: a reader sees the
+    old content or the new, never the empty file that truncating in place shows for a moment (a
+    background reader caught it and counted the file malformed)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

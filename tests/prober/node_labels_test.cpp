@@ -44,6 +44,9 @@ TEST_CASE("node labels: hostile lists are refused or their bad parts dropped, wi
   CHECK(cgroup::decode_node_list("[]", kKeys, list) == "not a JSON object");
   CHECK(cgroup::decode_node_list("{\"kind\":\"NodeList\",\"items\":[", kKeys, list) == "not a JSON object");
   CHECK(cgroup::decode_node_list(R"({"kind":"PodList","items":[]})", kKeys, list) == "kind is not NodeList");
+  // A kind that is not a string is no NodeList (it once threw out of the decoder: found by fuzz_node_list).
+  CHECK(cgroup::decode_node_list(R"({"kind":1,"items":[]})", kKeys, list) == "kind is not NodeList");
+  CHECK(cgroup::decode_node_list(R"({"kind":null,"items":[]})", kKeys, list) == "kind is not NodeList");
   CHECK(cgroup::decode_node_list(R"({"kind":"Status","code":403,"message":"nodes is forbidden"})", kKeys, list) ==
         "API status 403: nodes is forbidden");
   CHECK(cgroup::decode_node_list(R"({"kind":"NodeList","items":{}})", kKeys, list) == "items is not a list");

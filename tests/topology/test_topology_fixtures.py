@@ -16,7 +16,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from exporter_harness import Exporter, series, take_exporter_arg, value, write_tree  # noqa: E402
+from exporter_harness import Exporter, series, take_exporter_arg, value, write_file_atomically, write_tree  # noqa: E402
 from ibsim_harness import wait_for  # noqa: E402
 
 EXPORTER = take_exporter_arg()
@@ -128,8 +128,7 @@ class Base(unittest.TestCase):
             # mlx5_6's link drops to x4 after the first scrape: the refresher reads it again.
             d = os.path.realpath(os.path.join(root, "class/infiniband/mlx5_6/device"))
             for f in (d, os.path.dirname(d)):
-                with open(os.path.join(f, "current_link_width"), "w") as fh:
-                    fh.write("4\n")
+                write_file_atomically(os.path.join(f, "current_link_width"), "4\n")
         cls.s, cls.s2 = run("base", scrapes=2, mutate=retrain, args=FAST)
 
     def test_matrix_is_nvidia_smis(self):
@@ -227,8 +226,7 @@ class Refresher(unittest.TestCase):
         made after the first scrape is not seen, and every scrape serves reading 1."""
         def retrain(root):
             d = os.path.realpath(os.path.join(root, "class/infiniband/mlx5_6/device"))
-            with open(os.path.join(d, "current_link_width"), "w") as fh:
-                fh.write("4\n")
+            write_file_atomically(os.path.join(d, "current_link_width"), "4\n")
         with tempfile.TemporaryDirectory() as tmp:
             root = os.path.join(tmp, "sys")
             subprocess.run([sys.executable, os.path.join(HERE, "pci_gen.py"), root], check=True)
