@@ -22,11 +22,14 @@
 #include "collectors/prober/engine/topology_plan.h"
 #include "collectors/prober/engine/trace_scheduler.h"
 #include "collectors/prober/engine/traces_endpoint.h"
+#include "collectors/prober/node_leaves.h"
+#include "sources/cgroup/node_list.h"
 #include "collectors/prober/wire/path_tracer.h"
 #include "exporter/thread.h"
 #include "collectors/prober/ondemand/probe_service.h"
 #include "collectors/prober/verbs/verbs_transport.h"
 #include "exporter/collector.h"
+#include "exporter/kube/kube_client.h"
 #include "exporter/tls/openssl_api.h"
 
 namespace rdma::collectors::prober {
@@ -48,8 +51,12 @@ struct Settings {
   bool trace = true;  // path tracing (docs/prober.md, "Path tracing")
   bool traces_allow_unauthenticated = false;  // /prober/traces to anonymous callers
   TraceSchedulerConfig tracing;
-  // The topology pinglist (pinglist_plan.h): leaves from a Slurm topology.conf; "" = off.
+  // The topology pinglist (pinglist_plan.h): leaves from a Slurm topology.conf, or from a node
+  // label listed through the Kubernetes API (node_leaves.h); both "" = off.
   std::string topology_file;
+  std::string topology_leaf_label;
+  exporter::kube::Endpoint kube;
+  std::chrono::seconds topology_refresh{600};
   std::chrono::seconds plan_rotation{300};
   std::uint64_t plan_seed = 0;
 };
@@ -119,12 +126,14 @@ class ProberCollector final : public exporter::Collector {
                  s_.transport.listen.host.empty() ? "*" : s_.transport.listen.host, s_.transport.listen.port);
     running_ = true;
     resolver_sleep_.reset();
+    resolver_stopping_ = false;
     resolver_ = exporter::named_thread("prober-dns", [this] { resolver_main(); });
     loop_ = exporter::named_thread("prober-loop", [this] { loop_main(); });
   }
 
   void stop() override {
     if (!running_.exchange(false)) return;
+    resolver_stopping_ = true;  // a node list in flight ends within about a second
     resolver_sleep_.stop();
     transport_->wake();
     if (resolver_.joinable()) resolver_.join();
@@ -169,6 +178,7 @@ class ProberCollector final : public exporter::Collector {
     out.gauge("rdma_prober_active", "1 when the prober runs (an RDMA device was found and the responder listens), else 0.", {},
               p ? 1.0 : 0.0);
     if (!p) return;
+    if (!s_.topology_leaf_label.empty()) node_list_state(ctx, out);
     write_tracing(*p, s_.trace, out);
     // A responder thread that ended on its own (it logged why) leaves this node out of every
     // peer's mesh: an error on every scrape until the prober is restarted (a reload does).
@@ -222,12 +232,13 @@ class ProberCollector final : public exporter::Collector {
     out.gauge_u64("rdma_prober_self_excluded", "Peer addresses (and links) left out now because they are this exporter.", {},
                   p.self_excluded + s.self_excluded);
     if (p.plan) {
-      for (const char* state : {"active", "file_error", "node_not_found"})
+      for (const char* state : {"active", "file_error", "api_error", "node_not_found"})
         out.gauge("rdma_prober_plan_state",
-                  "1 for the topology plan's state: active (peers from the plan), file_error, node_not_found (peers "
-                  "from the static list and DNS only).",
+                  "1 for the topology plan's state: active (peers from the plan), file_error, api_error (no node list "
+                  "read yet), node_not_found (peers from the static list and DNS only).",
                   {{"state", state}}, p.plan->state == state ? 1 : 0);
       out.gauge_u64("rdma_prober_plan_leaves", "Leaves (ToR switches) in the topology plan.", {}, p.plan->leaves);
+      out.gauge_u64("rdma_prober_plan_nodes", "Nodes placed under a leaf in the topology plan's membership.", {}, p.plan->nodes);
       out.gauge_u64("rdma_prober_plan_leaf_pairs",
                     "Leaf pairs the plan covers each rotation, fleet-wide: every pair by one prober.", {}, p.plan->leaf_pairs);
       out.gauge_u64("rdma_prober_plan_peers", "Peers this node probes by the plan: its own leaf's, and one per remote leaf pair.",
@@ -379,6 +390,7 @@ class ProberCollector final : public exporter::Collector {
       PeerSources sources = s_.sources;
       std::optional<PlanStatus> plan;
       if (!s_.topology_file.empty()) plan = plan_peers(sources.statics);
+      else if (!s_.topology_leaf_label.empty()) plan = label_plan_peers(sources.statics);
       auto e = expand_peers(sources, s_.transport.listen, local, s_.peers_limit, resolver);
       for (const auto& msg : e.errors) spdlog::debug("prober: cannot resolve {}", msg);
       std::lock_guard lock(mu_);
@@ -468,8 +480,84 @@ class ProberCollector final : public exporter::Collector {
   bool have_pending_ = false;
   std::uint64_t self_excluded_ = 0, over_limit_ = 0, dns_ok_ = 0, dns_errors_ = 0;
   std::optional<PlanStatus> plan_;
+  // The node list (resolver thread): the last good membership and when it was read.
+  std::atomic<bool> resolver_stopping_{false};
+  std::optional<std::vector<std::pair<std::string, std::string>>> label_members_;
+  std::optional<Clock::time_point> labels_listed_;
+  // For the next scrape (mu_): failures by (reason, cause) with a message and a count, the API's
+  // reachability and the last good list's counts.
+  std::map<std::pair<std::string, std::string>, std::pair<std::string, std::uint64_t>> label_failures_;
+  std::optional<bool> kube_reachable_;
+  std::string kube_unreachable_why_;
+  std::uint64_t label_unlabelled_ = 0, label_pages_ = 0;
   std::set<std::size_t> topology_lines_logged_;  // error lines of the topology file already logged
   std::string plan_state_logged_;
+
+  // This scrape's share of the node list's outcome: failures counted and logged once per cause,
+  // the API's reachability as state (a gauge, one log line), the last good list's counts.
+  void node_list_state(const exporter::ScrapeContext& ctx, MetricSink& out) {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, f] : label_failures_)
+      for (std::uint64_t i = 0; i < f.second; ++i) ctx.errors.report(key.first, key.second, f.first);
+    label_failures_.clear();
+    if (kube_reachable_) {
+      ctx.errors.capability("kubernetes_api", s_.kube.api, *kube_reachable_,
+                            kube_unreachable_why_ + "; the topology plan keeps the last node list read");
+      out.gauge("rdma_prober_kubernetes_api_up", "1 when the Kubernetes API answered the last node list, else 0.", {},
+                *kube_reachable_ ? 1 : 0);
+    }
+    out.gauge_u64("rdma_prober_plan_unlabelled_nodes",
+                  "Nodes the last node list returned whose leaf label is empty or not a valid label value (left out).", {},
+                  label_unlabelled_);
+    out.gauge_u64("rdma_prober_plan_list_pages", "Pages (of 500 nodes) the last good node list took.", {}, label_pages_);
+  }
+
+  // The node list read again when topology-refresh has passed (or none is held yet: then at each
+  // resolution until one is read), and this node's plan for the rotation of the wall clock.
+  PlanStatus label_plan_peers(std::vector<PeerSpec>& peers) {
+    using Outcome = exporter::kube::Answer::Outcome;
+    const auto now = Clock::now();
+    if (!labels_listed_ || now - *labels_listed_ >= s_.topology_refresh) {
+      auto listed = list_node_leaves(exporter::kube::kube_api(), s_.kube, s_.topology_leaf_label, &resolver_stopping_);
+      std::lock_guard lock(mu_);
+      switch (listed.outcome) {
+        case Outcome::kOk:
+          label_members_ = std::move(listed.node_leaf);
+          labels_listed_ = now;
+          label_unlabelled_ = listed.unlabelled;
+          label_pages_ = listed.pages;
+          kube_reachable_ = true;
+          kube_unreachable_why_.clear();
+          break;
+        case Outcome::kUnreachable:
+          kube_reachable_ = false;
+          kube_unreachable_why_ = listed.message;
+          break;
+        case Outcome::kFailed: {
+          auto& f = label_failures_[{listed.reason, listed.cause}];
+          f.first = listed.message;
+          ++f.second;
+          if (listed.reason != "kubernetes_token") kube_reachable_ = true, kube_unreachable_why_.clear();
+          break;
+        }
+        case Outcome::kCancelled:
+          break;
+      }
+    }
+    PlanStatus st;
+    if (!label_members_) {
+      st.state = "api_error";
+      return st;
+    }
+    const auto secs = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
+    const auto rotation = static_cast<std::uint64_t>(secs.count() / std::max<std::int64_t>(1, s_.plan_rotation.count()));
+    st = membership_peers(*label_members_, s_.transport.node_name, rotation, s_.plan_seed, s_.sources.dns_port, peers);
+    if (st.state != plan_state_logged_ && st.state != "active")
+      spdlog::warn("prober: topology plan {} ({} among the {} nodes labelled {}): peers from the static list and DNS only",
+                   st.state, s_.transport.node_name, label_members_->size(), s_.topology_leaf_label);
+    plan_state_logged_ = st.state;
+    return st;
+  }
 
   // The topology file read now and this node's plan for the rotation of the wall clock (every
   // node agrees on it to within its clock's offset): appended to `peers`.
@@ -609,6 +697,28 @@ Settings settings_from(const exporter::CollectorSettings& s) {
   out.sources.dns_port = static_cast<std::uint16_t>(dns_port);
   out.sources.dns_group = s.string("dns-group");
   out.topology_file = s.string("topology-file");
+  out.topology_leaf_label = s.string("topology-leaf-label");
+  if (!out.topology_file.empty() && !out.topology_leaf_label.empty())
+    throw s.error("topology-leaf-label", "the plan's membership comes from topology-file or from node labels, not both");
+  if (!out.topology_leaf_label.empty()) {
+    if (!cgroup::is_label_key(out.topology_leaf_label))
+      throw s.error("topology-leaf-label", "`" + out.topology_leaf_label + "` is not a Kubernetes label key "
+                                           "(an optional DNS-subdomain prefix and '/', then a name of at most 63 characters)");
+    out.kube.api = s.string("kubernetes-api");
+    if (out.kube.api.empty()) out.kube.api = exporter::kube::api_from_env();
+    if (out.kube.api.empty())
+      throw s.error("topology-leaf-label", "needs kubernetes-api or KUBERNETES_SERVICE_HOST in the environment");
+    if (out.kube.api.rfind("https://", 0) != 0) throw s.error("kubernetes-api", "must be an https:// URL");
+    out.kube.token_file = s.string("kubernetes-token-file");
+    out.kube.ca_file = s.string("kubernetes-ca-file");
+    try {
+      (void)exporter::kube::kube_api();  // a missing module is said at start, not at every list
+    } catch (const std::runtime_error& missing) {
+      throw s.error("topology-leaf-label", missing.what());
+    }
+  }
+  out.topology_refresh = std::chrono::duration_cast<std::chrono::seconds>(s.positive_duration("topology-refresh"));
+  if (out.topology_refresh < std::chrono::seconds(10)) throw s.error("topology-refresh", "must be at least 10s");
   out.plan_rotation = std::chrono::duration_cast<std::chrono::seconds>(s.positive_duration("plan-rotation"));
   if (out.plan_rotation.count() < 1) throw s.error("plan-rotation", "must be at least 1s");
   out.plan_seed = static_cast<std::uint64_t>(s.integer("plan-seed", 0, 1000000000));
@@ -670,6 +780,20 @@ RDMA_REGISTER_COLLECTOR({
             {"topology-file", exporter::OptionType::kString, "",
              "Slurm topology.conf: peers from the topology plan (own leaf, one prober per leaf pair), resolved as names "
              "on dns-port; \"\" = off."},
+            {"topology-leaf-label", exporter::OptionType::kString, "",
+             "Kubernetes node label whose value is a node's leaf (ToR), e.g. network.topology.nvidia.com/leaf (NVIDIA "
+             "Topograph): peers from the topology plan over the nodes that carry it, listed through the API (RBAC: "
+             "list nodes); names resolved on dns-port; \"\" = off. Not with topology-file."},
+            {"topology-refresh", exporter::OptionType::kDuration, "10m",
+             "How often the node list of topology-leaf-label is read again (at least 10s; each read lists the whole "
+             "labelled fleet)."},
+            {"kubernetes-api", exporter::OptionType::kString, "",
+             "The API server's https:// URL for topology-leaf-label; empty: "
+             "https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT."},
+            {"kubernetes-token-file", exporter::OptionType::kString, exporter::kube::kTokenFile,
+             "The service account token sent as the bearer token (read again before each list)."},
+            {"kubernetes-ca-file", exporter::OptionType::kString, exporter::kube::kCaFile,
+             "The CA the API server's certificate must chain to."},
             {"plan-rotation", exporter::OptionType::kDuration, "5m", "How often the topology plan re-draws its probers and targets."},
             {"plan-seed", exporter::OptionType::kInt, "0", "Seed of the topology plan's hashes (the same on every node)."},
             {"device", exporter::OptionType::kString, "", "Regular expression of local RDMA devices to probe from (default all)."},

@@ -3,49 +3,13 @@
 #include "exporter/thread.h"
 
 #include <algorithm>
-#include <fstream>
-#include <iterator>
 
 namespace rdma::collectors::workload {
-namespace {
-
-// The token as the header carries it, or an error. A token is printable ASCII without spaces
-// (a JWT); anything else (a CR/LF would add a header) is refused.
-std::string read_token(const std::string& path, std::string& token) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return "cannot read " + path;
-  std::string text;
-  text.resize(kMaxTokenBytes + 1);
-  f.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(f.gcount()));
-  if (text.size() > kMaxTokenBytes) return path + " is larger than " + std::to_string(kMaxTokenBytes) + " bytes";
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
-  if (text.empty()) return path + " is empty";
-  for (char c : text)
-    if (c < 0x21 || c > 0x7e) return path + " holds characters a bearer token cannot have";
-  token = std::move(text);
-  return {};
-}
-
-}  // namespace
 
 std::string pod_list_url(const std::string& api, const std::string& node) {
-  std::string base = api;
-  while (!base.empty() && base.back() == '/') base.pop_back();
-  std::string url = base + "/api/v1/pods?fieldSelector=spec.nodeName%3D";
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  for (unsigned char c : node) {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-        c == '_' || c == '~') {
-      url += static_cast<char>(c);
-    } else {
-      url += '%';
-      url += kHex[c >> 4];
-      url += kHex[c & 15];
-    }
-  }
   // resourceVersion=0: served from the API server's cache, no quorum read of etcd per node.
-  return url + "&resourceVersion=0";
+  return exporter::kube::url_of(
+      api, "/api/v1/pods?fieldSelector=spec.nodeName%3D" + exporter::kube::query_value(node) + "&resourceVersion=0");
 }
 
 std::shared_ptr<const KubeNamesSnapshot> names_of(const cgroup::PodList& list, const std::string& node) {
@@ -62,7 +26,7 @@ std::shared_ptr<const KubeNamesSnapshot> names_of(const cgroup::PodList& list, c
   return s;
 }
 
-KubeNames::KubeNames(KubeConfig config, const ::rdma::workload::KubeApi& api) : config_(std::move(config)), api_(api) {}
+KubeNames::KubeNames(KubeConfig config, const exporter::kube::KubeApi& api) : config_(std::move(config)), api_(api) {}
 
 KubeNames::~KubeNames() { stop(); }
 
@@ -137,48 +101,33 @@ void KubeNames::unreachable(std::string why) {
 }
 
 void KubeNames::list_once() {
-  using Fail = ::rdma::workload::HttpsReply::Failure;
-  ::rdma::workload::HttpsGet get;
-  if (auto err = read_token(config_.token_file, get.bearer_token); !err.empty()) {
-    failed("kubernetes_token", config_.token_file, "Kubernetes API: " + err + "; pod series keep their IDs only", false);
-    return;
-  }
-  get.url = pod_list_url(config_.api, config_.node);
-  get.ca_file = config_.ca_file;
-  get.max_bytes = kMaxListBytes;
-  get.cancel = &stopping_;
-  const auto reply = api_.get(get);
-  const std::string where = "Kubernetes API " + config_.api + ": ";
-  switch (reply.failure) {
-    case Fail::kNone:
+  using Outcome = exporter::kube::Answer::Outcome;
+  exporter::kube::Request request;
+  request.url = pod_list_url(config_.endpoint.api, config_.node);
+  request.what = "listing the pods of node " + config_.node;
+  request.permission = "get/list/watch pods";
+  request.max_bytes = kMaxListBytes;
+  request.cancel = &stopping_;
+  auto answer = exporter::kube::get(api_, config_.endpoint, request);
+  switch (answer.outcome) {
+    case Outcome::kCancelled:
+      return;
+    case Outcome::kUnreachable:
+      unreachable(std::move(answer.message));
+      return;
+    case Outcome::kFailed: {
+      // No token: nothing was asked, so nothing is known of the API's reachability.
+      const bool answered = answer.reason != "kubernetes_token";
+      if (!answered) answer.message += "; pod series keep their IDs only";
+      failed(std::move(answer.reason), std::move(answer.cause), std::move(answer.message), answered);
+      return;
+    }
+    case Outcome::kOk:
       break;
-    case Fail::kCancelled:
-      return;
-    case Fail::kTls:
-      failed("kubernetes_tls", config_.api, where + reply.error + " (CA file " + config_.ca_file + ")");
-      return;
-    case Fail::kTooLarge:
-      failed("kubernetes_decode", "size", where + reply.error);
-      return;
-    default:
-      unreachable(where + reply.error);
-      return;
-  }
-  if (reply.status == 401 || reply.status == 403) {
-    failed("kubernetes_auth", std::to_string(reply.status),
-           where + "HTTP " + std::to_string(reply.status) + " listing the pods of node " + config_.node +
-               (reply.status == 401 ? " (the service account token is not accepted)"
-                                    : " (the service account may not list pods: ClusterRole get/list/watch pods)"));
-    return;
-  }
-  if (reply.status != 200) {
-    failed("kubernetes_http", std::to_string(reply.status),
-           where + "HTTP " + std::to_string(reply.status) + " listing the pods of node " + config_.node);
-    return;
   }
   cgroup::PodList list;
-  if (auto err = cgroup::decode_pod_list(reply.body, list); !err.empty()) {
-    failed("kubernetes_decode", "json", where + "the pod list: " + err);
+  if (auto err = cgroup::decode_pod_list(answer.body, list); !err.empty()) {
+    failed("kubernetes_decode", "json", "Kubernetes API " + config_.endpoint.api + ": the pod list: " + err);
     return;
   }
   auto names = names_of(list, config_.node);

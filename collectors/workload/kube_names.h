@@ -7,8 +7,8 @@
 // replaces an immutable snapshot; a scrape only copies the pointer out, never waits on the API. A failed list keeps the
 // last good snapshot (a pod's name never changes for its UID).
 //
-// Needs only read access to pods (RBAC get/list/watch on pods); the token file is read again before
-// each list (bound tokens rotate), the CA file by libcurl at each connection.
+// Needs only read access to pods (RBAC get/list/watch on pods); the request itself and what its
+// failures count as are exporter/kube/kube_client.h's.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -22,23 +22,20 @@
 #include <unordered_map>
 #include <vector>
 
-#include "collectors/workload/module/kube_api.h"
+#include "exporter/kube/kube_client.h"
 #include "collectors/workload/module/workload_api.h"
 #include "sources/cgroup/pod_list.h"
 
 namespace rdma::collectors::workload {
 
 struct KubeConfig {
-  std::string api;  // "https://10.96.0.1:443"
-  std::string token_file;
-  std::string ca_file;
+  exporter::kube::Endpoint endpoint;
   std::string node;
   std::chrono::milliseconds period{30000};
 };
 
 // A list's body is cut off beyond this (a node's pods are a few MiB at most).
 inline constexpr std::size_t kMaxListBytes = 32u << 20;
-inline constexpr std::size_t kMaxTokenBytes = 64u << 10;
 inline constexpr std::chrono::seconds kMinGap{5};
 
 // The names one list found, by pod UID (and a static pod's kubelet UID) and by container ID.
@@ -70,7 +67,7 @@ class KubeNames {
     std::map<std::pair<std::string, std::string>, Failure> failures;  // (reason, cause) -> since the last take
   };
 
-  KubeNames(KubeConfig config, const ::rdma::workload::KubeApi& api);
+  KubeNames(KubeConfig config, const exporter::kube::KubeApi& api);
   ~KubeNames();
   KubeNames(const KubeNames&) = delete;
   KubeNames& operator=(const KubeNames&) = delete;
@@ -90,7 +87,7 @@ class KubeNames {
   void unreachable(std::string why);
 
   KubeConfig config_;
-  const ::rdma::workload::KubeApi& api_;
+  const exporter::kube::KubeApi& api_;
   std::thread thread_;
   std::atomic<bool> stopping_{false};
   std::mutex mu_;

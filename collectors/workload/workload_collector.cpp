@@ -7,7 +7,7 @@
 //
 // Names (setting `names`; auto: the CRI when its socket is set, else the Kubernetes API when the
 // exporter runs in a cluster and knows its node):
-//   Kubernetes API (kube_names.h, through the dlopen()ed HTTPS module, module/kube_api.h): the pods
+//   Kubernetes API (kube_names.h, through the dlopen()ed HTTPS module, exporter/kube/kube_client.h): the pods
 //     of this node listed in the background with the service account's token (read-only RBAC on
 //     pods); a scrape copies the last snapshot.
 // Names and allocations over the node's sockets (optional, each behind a socket setting, through
@@ -38,7 +38,7 @@
 
 #include "collectors/workload/device_ids.h"
 #include "collectors/workload/kube_names.h"
-#include "collectors/workload/module/kube_api.h"
+#include "exporter/kube/kube_client.h"
 #include "collectors/workload/module/workload_api.h"
 #include "exporter/collector.h"
 #include "sources/cgroup/workload_path.h"
@@ -112,7 +112,7 @@ class WorkloadCollector final : public exporter::Collector {
 
   explicit WorkloadCollector(Settings s) : s_(std::move(s)) {
     if (s_.names == NamesFrom::kCri || !s_.podresources_socket.empty()) api_ = &::rdma::workload::workload_api();
-    if (s_.names == NamesFrom::kKubernetes) kube_ = std::make_unique<KubeNames>(s_.kube, ::rdma::workload::kube_api());
+    if (s_.names == NamesFrom::kKubernetes) kube_ = std::make_unique<KubeNames>(s_.kube, exporter::kube::kube_api());
   }
 
   void start() override {
@@ -252,7 +252,7 @@ class WorkloadCollector final : public exporter::Collector {
     for (const auto& [key, f] : st.failures)
       for (std::uint64_t i = 0; i < f.count; ++i) ctx.errors.report(key.first, key.second, f.message);
     if (st.reachable) {
-      ctx.errors.capability("kubernetes_api", s_.kube.api, *st.reachable,
+      ctx.errors.capability("kubernetes_api", s_.kube.endpoint.api, *st.reachable,
                             st.unreachable_why + "; pod series keep their IDs, with the names of the last good list");
       out.gauge("rdma_workload_kubernetes_api_up", kApiUpHelp, {}, *st.reachable ? 1 : 0);
     }
@@ -312,40 +312,29 @@ class WorkloadCollector final : public exporter::Collector {
   std::vector<::rdma::workload::Allocation> allocations_;
 };
 
-// The API server the pod runs against: the setting, else the in-cluster Service address the kubelet
-// puts in every container's environment.
-std::string api_from_env() {
-  const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
-  if (!host || !*host) return {};
-  const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
-  std::string h = host;
-  if (h.find(':') != std::string::npos) h = "[" + h + "]";  // an IPv6 Service address
-  return "https://" + h + ":" + (port && *port ? port : "443");
-}
-
 Settings settings_of(const exporter::CollectorSettings& s, const exporter::GlobalContext& g) {
   Settings st;
   st.procfs = g.procfs_root;
   st.cri_socket = s.string("cri-socket");
   st.podresources_socket = s.string("podresources-socket");
   st.refresh = s.duration("refresh-interval");
-  st.kube.api = s.string("kubernetes-api");
-  if (st.kube.api.empty()) st.kube.api = api_from_env();
+  st.kube.endpoint.api = s.string("kubernetes-api");
+  if (st.kube.endpoint.api.empty()) st.kube.endpoint.api = exporter::kube::api_from_env();
   st.kube.node = s.string("node-name");
   if (const char* n = std::getenv("NODE_NAME"); st.kube.node.empty() && n) st.kube.node = n;
-  st.kube.token_file = s.string("kubernetes-token-file");
-  st.kube.ca_file = s.string("kubernetes-ca-file");
+  st.kube.endpoint.token_file = s.string("kubernetes-token-file");
+  st.kube.endpoint.ca_file = s.string("kubernetes-ca-file");
   // At least a second between lists whatever is asked (0 would make the thread spin).
   st.kube.period = std::max<std::chrono::milliseconds>(st.refresh, std::chrono::seconds(1));
   const std::string names = s.choice("names", {"auto", "kubernetes", "cri", "none"});
   if (names == "cri" || (names == "auto" && !st.cri_socket.empty())) st.names = NamesFrom::kCri;
-  else if (names == "kubernetes" || (names == "auto" && !st.kube.api.empty() && !st.kube.node.empty()))
+  else if (names == "kubernetes" || (names == "auto" && !st.kube.endpoint.api.empty() && !st.kube.node.empty()))
     st.names = NamesFrom::kKubernetes;
   if (st.names == NamesFrom::kCri && st.cri_socket.empty()) throw s.error("names", "cri needs cri-socket");
   if (st.names == NamesFrom::kKubernetes) {
-    if (st.kube.api.empty())
+    if (st.kube.endpoint.api.empty())
       throw s.error("names", "kubernetes needs kubernetes-api or KUBERNETES_SERVICE_HOST in the environment");
-    if (st.kube.api.rfind("https://", 0) != 0) throw s.error("kubernetes-api", "must be an https:// URL");
+    if (st.kube.endpoint.api.rfind("https://", 0) != 0) throw s.error("kubernetes-api", "must be an https:// URL");
     if (!cgroup::is_dns_subdomain(st.kube.node))
       throw s.error("names", "kubernetes needs this node's name (node-name, or NODE_NAME from the downward API), "
                              "a DNS subdomain; got '" + st.kube.node + "'");
@@ -369,10 +358,10 @@ RDMA_REGISTER_COLLECTOR({
                  {"kubernetes-api", exporter::OptionType::kString, "",
                   "The API server's https:// URL; empty: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT."},
                  {"kubernetes-token-file", exporter::OptionType::kString,
-                  "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                  exporter::kube::kTokenFile,
                   "The service account token sent as the bearer token (read again before each list)."},
                  {"kubernetes-ca-file", exporter::OptionType::kString,
-                  "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
+                  exporter::kube::kCaFile,
                   "The CA the API server's certificate must chain to."},
                  {"node-name", exporter::OptionType::kString, "",
                   "This node's name as the API knows it; empty: $NODE_NAME (the downward API's spec.nodeName)."},

@@ -16,6 +16,13 @@ bool is_label_value(std::string_view s) {
   return true;
 }
 
+bool is_label_key(std::string_view s) {
+  const auto slash = s.find('/');
+  const std::string_view name = slash == std::string_view::npos ? s : s.substr(slash + 1);
+  if (slash != std::string_view::npos && !is_dns_subdomain(s.substr(0, slash))) return false;
+  return !name.empty() && is_label_value(name);
+}
+
 std::string decode_node_list(std::string_view text, const std::vector<std::string>& keys, NodeList& out) {
   out = {};
   if (keys.size() > kMaxLabelKeys) return "more than " + std::to_string(kMaxLabelKeys) + " label keys";

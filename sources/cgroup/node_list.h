@@ -39,4 +39,8 @@ std::string decode_node_list(std::string_view json, const std::vector<std::strin
 // A label value as the API server admits it ("" included: an empty value).
 bool is_label_value(std::string_view s);
 
+// A label key as the API server admits it: an optional DNS-subdomain prefix and '/', then a name
+// of 1 to 63 characters shaped like a label value ("network.topology.nvidia.com/leaf").
+bool is_label_key(std::string_view s);
+
 }  // namespace rdma::cgroup

@@ -49,15 +49,21 @@ class KubeApiDouble:
     set_token() change what it serves and accepts from the next request on; requests() is what it
     was asked (one dict per request: path, query, token_ok, status)."""
 
-    def __init__(self, tmp, body, token, node):
+    def __init__(self, tmp, body, token, node, nodes=None):
         self.dir = os.path.join(tmp, "kube-api")
         os.makedirs(self.dir, exist_ok=True)
         self.body, self.token, self.log = (os.path.join(self.dir, n) for n in ("body", "token", "requests"))
         self.set_body(body)
         self.set_token(token)
         self.ca = os.path.join(self.dir, "ca.crt")
+        self.nodes = os.path.join(self.dir, "nodes")
+        extra = []
+        if nodes is not None:
+            self.set_nodes(nodes)
+            extra = ["--nodes", self.nodes]
         self.proc = subprocess.Popen([PYTHON, KUBE_DOUBLE, "--dir", self.dir, "--body", self.body, "--token-file",
-                                      self.token, "--node", node, "--log", self.log], stdout=subprocess.PIPE, text=True)
+                                      self.token, "--node", node, "--log", self.log] + extra,
+                                     stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline().split()
         if len(line) != 2 or line[0] != "ready":
             stop_process(self.proc)
@@ -69,6 +75,13 @@ class KubeApiDouble:
         with open(self.body + ".new", "wb") as f:
             f.write(data)
         os.replace(self.body + ".new", self.body)
+
+    def set_nodes(self, nodes):
+        """The nodes /api/v1/nodes serves: a list of Node objects, or {"mode": M, "nodes": [...]}
+        (kube_api_double.py: nodelist, loop, expire, forbid, garbage)."""
+        with open(self.nodes + ".new", "w") as f:
+            json.dump(nodes, f)
+        os.replace(self.nodes + ".new", self.nodes)
 
     def set_token(self, token):
         with open(self.token + ".new", "w") as f:

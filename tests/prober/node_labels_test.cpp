@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "collectors/prober/engine/pinglist_plan.h"
+#include "collectors/prober/node_leaves.h"
 #include "sources/cgroup/node_list.h"
 
 using namespace rdma;
@@ -62,4 +63,26 @@ TEST_CASE("node labels: hostile lists are refused or their bad parts dropped, wi
   CHECK(list.dropped == 5);
   CHECK(cgroup::is_label_value("leaf.a-1_b"));
   CHECK_FALSE(cgroup::is_label_value(std::string(64, 'a')));
+}
+
+TEST_CASE("node labels: a label key as the API server admits it") {
+  CHECK(cgroup::is_label_key("network.topology.nvidia.com/leaf"));
+  CHECK(cgroup::is_label_key("topology.kubernetes.io/zone"));
+  CHECK(cgroup::is_label_key("leaf"));
+  CHECK_FALSE(cgroup::is_label_key(""));
+  CHECK_FALSE(cgroup::is_label_key("example.com/"));          // no name
+  CHECK_FALSE(cgroup::is_label_key("/leaf"));                 // an empty prefix
+  CHECK_FALSE(cgroup::is_label_key("Example_Com/leaf"));      // a prefix that is no DNS subdomain
+  CHECK_FALSE(cgroup::is_label_key("a/b/c"));                 // one '/' at most
+  CHECK_FALSE(cgroup::is_label_key("leaf label"));
+  CHECK_FALSE(cgroup::is_label_key(std::string(64, 'a')));  // a name over 63
+}
+
+TEST_CASE("node labels: a page of the labelled nodes asks by selector, limit and the last page's token") {
+  using rdma::collectors::prober::node_page_url;
+  CHECK(node_page_url("https://10.96.0.1:443/", "network.topology.nvidia.com/leaf", "") ==
+        "https://10.96.0.1:443/api/v1/nodes?labelSelector=network.topology.nvidia.com%2Fleaf&limit=500");
+  // A server's token is opaque: every byte outside the unreserved set is escaped, so it can add no parameter.
+  CHECK(node_page_url("https://[fd00::1]:6443", "leaf", "eyJ2Ijo=&x=1") ==
+        "https://[fd00::1]:6443/api/v1/nodes?labelSelector=leaf&limit=500&continue=eyJ2Ijo%3D%26x%3D1");
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Protocol double of the Kubernetes API server's pod list, for the workload collector's real
-client: HTTPS on 127.0.0.1 (its own CA and server certificate, made with openssl at start),
-GET /api/v1/pods only, as the API server answers it (core/v1 PodList; errors as a v1 Status).
+"""Protocol double of the Kubernetes API server's pod and node lists, for the exporter's real
+client (exporter/kube): HTTPS on 127.0.0.1 (its own CA and server certificate, made with openssl
+at start), GET /api/v1/pods and /api/v1/nodes, as the API server answers them (core/v1 PodList,
+NodeList or meta/v1 PartialObjectMetadataList; errors as a v1 Status).
 
-usage: kube_api_double.py --dir DIR --body FILE --token-file FILE --node NODE [--log FILE]
+usage: kube_api_double.py --dir DIR --body FILE --token-file FILE --node NODE [--nodes FILE] [--log FILE]
   DIR/ca.crt         the CA the exporter must trust (written at start)
   --body FILE        what a good request gets: read at each request, so a test can change it.
                      A PodList JSON object is filtered by spec.nodeName as the field selector asks
@@ -11,7 +12,17 @@ usage: kube_api_double.py --dir DIR --body FILE --token-file FILE --node NODE [-
                      are served as they are, status 200.
   --token-file FILE  the one bearer token accepted, read at each request (rotation): else 401
   --node NODE        the field selector a request must carry (spec.nodeName=NODE): else 400
-  --log FILE         one JSON line per request: {"path", "query", "token_ok", "status"}
+  --nodes FILE       the nodes (a JSON list of Node objects), read at each request. GET /api/v1/nodes
+                     selects by labelSelector (`key` or `key=value`), pages by `limit` with a
+                     `continue` token the server made (any other token: 410 Gone, as an expired
+                     one), and answers PartialObjectMetadataList (metadata only) when the Accept
+                     header asks for it, else a NodeList. Without --nodes: 404.
+                     Written as {"mode": M, "nodes": [...]}: M "nodelist" answers NodeList whatever
+                     the Accept (a server without metadata-only lists); "loop" makes every page's
+                     continue token the same (a broken pager); "expire" hands out a token that
+                     then gets 410; "forbid" answers 403; "garbage" answers 200 with bytes that
+                     are not JSON.
+  --log FILE         one JSON line per request: {"path", "query", "token_ok", "accept", "status"}
 Prints "ready PORT" when it listens. Runs until SIGTERM."""
 import argparse
 import json
@@ -54,6 +65,7 @@ def main():
     for a in ("--dir", "--body", "--token-file", "--node"):
         ap.add_argument(a, required=True)
     ap.add_argument("--log")
+    ap.add_argument("--nodes")
     a = ap.parse_args()
     crt, key = make_certs(a.dir)
     lock = threading.Lock()
@@ -81,9 +93,11 @@ def main():
             with open(a.token_file) as f:
                 want = f.read().strip()
             token_ok = self.headers.get("Authorization", "") == "Bearer " + want
-            log = {"path": url.path, "query": query, "token_ok": token_ok}
+            log = {"path": url.path, "query": query, "token_ok": token_ok, "accept": self.headers.get("Accept", "")}
             if not token_ok:
                 return self.reply(401, status(401, "Unauthorized", "Unauthorized"), log)
+            if url.path == "/api/v1/nodes" and a.nodes:
+                return self.nodes(query, log)
             if url.path != "/api/v1/pods":
                 return self.reply(404, status(404, "NotFound", "the server could not find the requested resource"), log)
             if query.get("fieldSelector") != ["spec.nodeName=" + a.node]:
@@ -98,6 +112,44 @@ def main():
             except (ValueError, UnicodeDecodeError):
                 pass
             self.reply(200, body, log)
+
+        def nodes(self, query, log):
+            with open(a.nodes) as f:
+                nodes = json.load(f)
+            mode = ""
+            if isinstance(nodes, dict):
+                mode, nodes = nodes.get("mode", ""), nodes.get("nodes", [])
+            if mode == "loop":
+                doc = {"kind": "NodeList", "apiVersion": "v1", "metadata": {"continue": "page:0"}, "items": []}
+                return self.reply(200, json.dumps(doc).encode(), log)
+            if mode == "forbid":
+                return self.reply(403, status(403, "Forbidden", 'nodes is forbidden: User "system:serviceaccount:'
+                                              'rdma:rdma-exporter" cannot list resource "nodes" in API group ""'), log)
+            if mode == "garbage":
+                return self.reply(200, b"<html>proxy error</html>", log)
+            selector = query.get("labelSelector", [""])[0]
+            if selector:
+                key, _, want = selector.partition("=")
+                nodes = [n for n in nodes if key in n["metadata"].get("labels", {}) and
+                         (not want or n["metadata"]["labels"][key] == want)]
+            start = 0
+            token = query.get("continue", [""])[0]
+            if token:
+                if not token.startswith("page:") or not token[5:].isdigit():
+                    return self.reply(410, status(410, "Expired", "The provided continue parameter is too old"), log)
+                start = int(token[5:])
+            limit = int(query.get("limit", ["0"])[0]) or len(nodes)
+            page = nodes[start:start + limit]
+            meta = {"resourceVersion": "5001"}
+            if start + limit < len(nodes):
+                meta["continue"] = "stale" if mode == "expire" else "page:%d" % (start + limit)
+            if mode != "nodelist" and "as=PartialObjectMetadataList" in self.headers.get("Accept", ""):
+                doc = {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta,
+                       "items": [{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                                  "metadata": n["metadata"]} for n in page]}
+            else:
+                doc = {"kind": "NodeList", "apiVersion": "v1", "metadata": meta, "items": page}
+            self.reply(200, json.dumps(doc).encode(), log)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
@@ -121,6 +173,14 @@ def pod(name, namespace, uid, node, containers, mirror_uid=None):
             "status": {"phase": "Running", "containerStatuses": [
                 {"name": n, "containerID": cid, "ready": True, "restartCount": 0, "image": "busybox",
                  "state": {"running": {"startedAt": "2026-12-01T10:00:01Z"}}} for n, cid in containers]}}
+
+
+def node(name, labels):
+    """A core/v1 Node as the API serves it (metadata, and a status no metadata-only list carries)."""
+    return {"metadata": {"name": name, "uid": "uid-" + name, "resourceVersion": "5000", "labels": labels,
+                         "annotations": {"node.alpha.kubernetes.io/ttl": "0"}},
+            "status": {"capacity": {"cpu": "224", "nvidia.com/gpu": "8"},
+                       "addresses": [{"type": "Hostname", "address": name}]}}
 
 
 def pod_list(*pods):

@@ -1,13 +1,13 @@
-// librdma_exporter_kube.so: one HTTPS GET with libcurl, for the workload collector's Kubernetes
-// API client (kube_api.h). Loaded by kube_api() only when names come from the API.
+// librdma_exporter_kube.so: one HTTPS GET with libcurl, for the Kubernetes API client
+// (kube_api.h). Loaded by kube_api() only when something reads the API.
 #include <curl/curl.h>
 
 #include <memory>
 #include <mutex>
 
-#include "collectors/workload/module/kube_api.h"
+#include "exporter/kube/kube_api.h"
 
-namespace rdma::workload {
+namespace rdma::exporter::kube {
 namespace {
 
 struct Transfer {
@@ -68,7 +68,10 @@ HttpsReply get(const HttpsGet& request) {
   Transfer t{request, reply};
   const std::string auth = "Authorization: Bearer " + request.bearer_token;
   curl_slist* headers = curl_slist_append(nullptr, auth.c_str());
-  headers = curl_slist_append(headers, "Accept: application/json");
+  // The Accept header is ours, never a caller's free text with a line break in it.
+  const std::string accept = "Accept: " + (request.accept.find_first_of("\r\n") == std::string::npos
+                                               ? request.accept : std::string("application/json"));
+  headers = curl_slist_append(headers, accept.c_str());
   std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> header_list(headers, &curl_slist_free_all);
   char message[CURL_ERROR_SIZE] = {};
   CURL* c = curl.get();
@@ -113,9 +116,9 @@ HttpsReply get(const HttpsGet& request) {
 constexpr KubeApi kApi{kKubeApiVersion, &get};
 
 }  // namespace
-}  // namespace rdma::workload
+}  // namespace rdma::exporter::kube
 
 // The module's one export.
-extern "C" __attribute__((visibility("default"))) const rdma::workload::KubeApi* rdma_exporter_kube_api() {
-  return &rdma::workload::kApi;
+extern "C" __attribute__((visibility("default"))) const rdma::exporter::kube::KubeApi* rdma_exporter_kube_api() {
+  return &rdma::exporter::kube::kApi;
 }
