@@ -17,28 +17,38 @@ JOBS="${JOBS:-2}"
 export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
 WHAT="${1:-all}"
 
-# Targets behind the ctest commands selected by the label arguments (and the files they require
-# from the build tree, such as a preloaded test library), plus the daemon. A Catch2
+# Targets behind the ctest commands selected by the label arguments (the command, the built files
+# its arguments name, and the files it requires from the build tree, such as a preloaded test
+# library), plus the daemon. A Catch2
 # executable that is not built yet is listed only as one unlabelled "<target>_NOT_BUILT-<hash>"
 # test (catch_discover_tests lists its cases, with their labels, after the build), which no label
 # selection picks: those executables are taken from an unfiltered listing and built in pass 1.
 targets_for() {
   local build="$1"; shift
   (cd "$build" && ctest --show-only=json-v1 "$@" >"$build/.sel.json" && ctest --show-only=json-v1 >"$build/.all.json")
+  # The build system's targets: a built file that an argument names is kept only if it is one.
+  cmake --build "$build" --target help | sed -n 's/^\.\.\. \([^ ]*\).*/\1/p' >"$build/.targets"
   python3 -c '
 import json, os, re, sys
 build = os.path.realpath(sys.argv[1])
 names = {"rdma_exporter"}
+targets = set(open(os.path.join(build, ".targets")).read().split())
+def built(path):  # a file of the build tree, named after its target (<target>, lib: <target>.so)
+    if os.path.isabs(path) and os.path.realpath(path).startswith(build + os.sep):
+        name = re.sub(r"\.so$", "", os.path.basename(path))
+        if name in targets:
+            names.add(name)
 for t in json.load(open(os.path.join(build, ".sel.json"))).get("tests", []):
-    cmd = t.get("command") or []
-    if cmd and os.path.realpath(cmd[0]).startswith(build + os.sep):
-        names.add(os.path.basename(cmd[0]))
-    # A library a test preloads is one of its REQUIRED_FILES, named <target>.so.
+    # The command, and every argument that names a built file (a driver passed to a Python or
+    # shell test as --driver PATH or --driver=PATH): a selected test never finds its file missing.
+    for arg in t.get("command") or []:
+        for part in arg.split("=", 1)[-1:] + [arg]:
+            built(part)
+    # A library a test preloads is one of its REQUIRED_FILES.
     for p in t.get("properties", []):
         if p.get("name") == "REQUIRED_FILES":
             for f in p.get("value") or []:
-                if os.path.realpath(f).startswith(build + os.sep):
-                    names.add(re.sub(r"\.so$", "", os.path.basename(f)))
+                built(f)
 for t in json.load(open(os.path.join(build, ".all.json"))).get("tests", []):
     m = re.fullmatch(r"(.+)_NOT_BUILT(-[0-9a-f]+)?", t.get("name", ""))
     if m:

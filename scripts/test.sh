@@ -13,4 +13,7 @@ export CCACHE_BASEDIR=$here CCACHE_NOHASHDIR=1
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRDMA_EXPORTER_TESTS=ON >/dev/null
 cmake --build "$build" -j"$(nproc)"
 cd "$build"
-"$here/scripts/ctest-strict" --output-on-failure --timeout 900 "$@"
+# One test per core: most host tests wait on sockets, daemons and timers, not the CPU. The vm tests
+# run alone all the same (RUN_SERIAL: tests/vm/CMakeLists.txt), and RESOURCE_LOCKs keep tests that
+# share a namespace, image store or port apart.
+"$here/scripts/ctest-strict" --output-on-failure --timeout 900 -j"$(nproc)" "$@"
