@@ -1295,6 +1295,43 @@ def matrix(title, expr, col, unit, desc, w=12, h=10):
             "targets": [target(expr, instant=True, fmt="table")]}
 
 
+# The suspect table: one row per link (from -> to), one column per piece of evidence, each an
+# instant query by (from, to) joined by the table's merge; a column a link has no series for is
+# empty (an InfiniBand suspect has no `narrowed`, a RoCE one no adaptive routing).
+SUSPECT_EVIDENCE = [
+    ("nodes", "count by (from, to) (max by (job, instance, from, to) (%s > 0))" % SUSPECT),
+    ("rails", "count by (from, to) (max by (rail, from, to) (%s > 0))" % SUSPECT),
+    ("lossy flows", "sum by (from, to) (%s)" % SUSPECT),
+    ("clean flows", "sum by (from, to) (rdma_prober_suspect_link_clean_flows{%(selector)s} or "
+                    "rdma_pma_suspect_link_clean_flows{%(selector)s})"),
+    ("nodes narrowed", "sum by (from, to) (rdma_prober_suspect_link_narrowed{%(selector)s})"),
+    ("named for", "time() - min by (from, to) (rdma_prober_suspect_link_named_timestamp_seconds{%(selector)s})"),
+    ("adaptive routing", "max by (from, to) (rdma_pma_suspect_link_adaptive_routing{%(selector)s})"),
+]
+
+
+def suspect_table(sel):
+    targets = [target(expr % {"selector": sel}, instant=True, fmt="table") for _, expr in SUSPECT_EVIDENCE]
+    refs = [chr(ord("A") + i) for i in range(len(targets))]  # as layout() names a panel's targets
+    panel = table("Suspect links", targets, exclude=("Time",), w=24, desc=(
+        "Links (from -> to) that nodes' lossy flows cross and their clean flows do not, with the evidence "
+        "(docs/runbooks.md, RdmaFabricSuspectLink): nodes naming it (2 or more fires RdmaFabricSuspectLink), "
+        "rails, lossy flows it explains, clean flows crossing it (0: strict), nodes whose fresh traces stopped "
+        "right before it (narrowed; 0: the intersection alone), how long it has been named, and adaptive routing "
+        "on its InfiniBand routes (1: a lead, never strict)."))
+    organize = panel["transformations"][-1]["options"]
+    organize["renameByName"] = {"Value #" + ref: name for ref, (name, _) in zip(refs, SUSPECT_EVIDENCE)}
+    organize["indexByName"] = {name: i for i, name in enumerate(["from", "to"] + [n for n, _ in SUSPECT_EVIDENCE])}
+    panel["fieldConfig"]["overrides"] = [
+        {"matcher": {"id": "byName", "options": "named for"}, "properties": [{"id": "unit", "value": "s"}]},
+        {"matcher": {"id": "byName", "options": "clean flows"}, "properties": [
+            {"id": "custom.cellOptions", "value": {"type": "color-background"}},
+            {"id": "thresholds", "value": {"mode": "absolute", "steps": [
+                {"color": "green", "value": None}, {"color": "orange", "value": 1}]}}]},
+    ]
+    return panel
+
+
 def suspect_panels():
     sel = JOB
     lost = 'sum by (instance, %%s) (rate(rdma_prober_probes_lost_total{%s}[%s]))' % (sel, RI)
@@ -1303,12 +1340,7 @@ def suspect_panels():
            % (sel, RI))
     return [
         row("Suspect links (fabric-wide, docs/prober.md)"),
-        table("Suspect links", [
-            target('count by (from, to) (max by (job, instance, from, to) ((rdma_prober_suspect_link{%s} or '
-                   'rdma_pma_suspect_link{%s}) > 0))' % (sel, sel),
-                   instant=True, fmt="table")], exclude=("Time",), w=24,
-              desc="Links (from -> to) that nodes' lossy flows cross and their clean flows do not; Value = nodes "
-                   "naming it (2 or more fires RdmaFabricSuspectLink)."),
+        suspect_table(sel),
         matrix("Loss: source node x destination", "%s / %s" % (lost % "peer", sent % "peer"), "peer", "percentunit",
                "Probe loss ratio per source (row) and destination (column): a bad node is a line, a bad rail a block."),
         matrix("RTT p99: source node x destination", p99 % "peer", "peer", "s",
