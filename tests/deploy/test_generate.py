@@ -74,6 +74,26 @@ class Generate(unittest.TestCase):
                 self.assertEqual(job["definition"], 'label_values(rdma_exporter_build_info{job="gpu-nodes"}, job)', path)
             self.assertFalse(os.path.exists(os.path.join(out, "tests")), "the promtool cases fit the defaults only")
 
+    def test_table_columns_name_their_queries(self):
+        # A table of several instant queries merges them into columns "Value #<refId>"; a rename
+        # that names no query of the panel (targets reordered or dropped) would leave a column
+        # unnamed and show another under a wrong name.
+        tables = 0
+        for path in sorted(glob.glob(os.path.join(REPO, "dashboards", "*.json"))):
+            with open(path, encoding="utf-8") as f:
+                panels = json.load(f)["panels"]
+            for p in panels + [c for r in panels for c in r.get("panels", [])]:
+                renames = {k: v for t in p.get("transformations", []) if t["id"] == "organize"
+                           for k, v in t["options"].get("renameByName", {}).items() if k.startswith("Value #")}
+                if not renames:
+                    continue
+                tables += 1
+                with self.subTest(dashboard=os.path.basename(path), panel=p["title"]):
+                    refs = ["Value #" + t["refId"] for t in p["targets"]]
+                    self.assertEqual(sorted(renames), sorted(refs), "one named column per query")
+                    self.assertEqual(len(set(renames.values())), len(renames), "column names are distinct")
+        self.assertGreaterEqual(tables, 1, "the suspect table renames its evidence columns")
+
     def test_runbook_url_base_is_a_setting(self):
         # The shipped rules link to the runbooks the .deb installs; --runbook-url-base points every
         # alert elsewhere (an internal wiki) and the promtool cases follow it.
