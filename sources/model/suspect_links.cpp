@@ -29,13 +29,31 @@ bool fresh_on_path(const TracedFlow& f) {
   return true;
 }
 
+std::optional<std::size_t> last_answered(const std::vector<std::string>& hops) {
+  auto last = std::find_if(hops.rbegin(), hops.rend(), answered);
+  if (last == hops.rend()) return std::nullopt;
+  return static_cast<std::size_t>(hops.rend() - last) - 1;
+}
+
+// Whether the fresh trace passed: it reached the destination, or answered along the known path as
+// far as the clean trace did. Its packets hash as the flow's, so every link up to there carried
+// the flow's 5-tuple after the flow turned lossy: the loss is on the way back (the answers' path,
+// which this side does not trace), at the far end, or too intermittent for one packet per hop to
+// meet. Either way no link this side traced is supported by the flow.
+bool fresh_passed(const TracedFlow& f) {
+  if (f.fresh_complete) return true;
+  if (f.fresh_path.empty() || !fresh_on_path(f)) return false;
+  auto fresh = last_answered(f.fresh_path), known = last_answered(f.path);
+  return fresh && known && *fresh >= *known;
+}
+
 // The link after the fresh trace's last answered hop, when the fresh trace stopped early on the
 // flow's known path.
 std::optional<HopLink> narrowed_link(const TracedFlow& f) {
   if (f.fresh_complete || f.fresh_path.empty() || !fresh_on_path(f)) return std::nullopt;
-  auto last = std::find_if(f.fresh_path.rbegin(), f.fresh_path.rend(), answered);
-  if (last == f.fresh_path.rend()) return std::nullopt;
-  const std::size_t k = static_cast<std::size_t>(f.fresh_path.rend() - last) - 1;  // index of its last answered hop
+  auto last = last_answered(f.fresh_path);
+  if (!last) return std::nullopt;
+  const std::size_t k = *last;
   if (k + 1 >= f.path.size()) return std::nullopt;
   const auto& at = f.path[k];
   const auto& next = f.path[k + 1];
@@ -46,18 +64,18 @@ std::optional<HopLink> narrowed_link(const TracedFlow& f) {
 Candidates candidates(const TracedFlow& f, const std::set<HopLink>& clean) {
   Candidates c;
   c.id = &f.id;
+  if (fresh_passed(f)) return c;
   if (auto n = narrowed_link(f); n && !clean.contains(*n)) {
     c.links.insert(*n);
     c.narrowed = true;
     return c;
   }
   // A stop on a link clean flows use says nothing (ICMP rate limits, a 5-tuple the drop spares):
-  // the whole path stays in question. A fresh trace on a new path puts the new path in question
-  // when it is complete; one that stopped early names nothing: the links it answered across
-  // passed its packets, and what lies after its stop is unknown (the old path is not it).
-  const bool moved = !f.fresh_path.empty() && !fresh_on_path(f);
-  if (moved && !f.fresh_complete) return c;
-  for (auto& l : path_links(moved ? f.fresh_path : f.path))
+  // the whole path stays in question. A fresh trace on a new path that stopped early names
+  // nothing: the links it answered across passed its packets, and what lies after its stop is
+  // unknown (the old path is not it).
+  if (!f.fresh_path.empty() && !fresh_on_path(f)) return c;
+  for (auto& l : path_links(f.path))
     if (!clean.contains(l)) c.links.insert(l);
   return c;
 }

@@ -8,7 +8,9 @@
 // cover of the lossy flows -- the link that explains most lossy flows first, ties all kept -- so
 // one bad link is named alone and two bad links on different paths are both named. A fresh trace
 // that stops early (the drop also eats the tracer's packets, which hash as the flow does) narrows
-// its flow to the link after its last answered hop.
+// its flow to the link after its last answered hop; one that passes (answers as far as the clean
+// trace did, or reaches the destination) shows that the flow's own direction carries its packets,
+// and the flow names nothing: its loss is on the way back, which only the other side traces.
 #pragma once
 
 #include <compare>
@@ -32,10 +34,10 @@ struct TracedFlow {
   std::vector<std::string> path;
   // A trace taken after the flow turned lossy (empty: none). When it stops early on `path` -- the
   // same hop as `path` at every position both answered, every later hop unanswered -- the flow is
-  // narrowed to the link after its last answered hop. One that differs from `path` or goes
-  // further is a new path: stopped early it names nothing, complete its own links are in
-  // question. fresh_complete: it reached the destination (no narrowing: the forward path passes
-  // the tracer's packets).
+  // narrowed to the link after its last answered hop. When it passes -- answers on `path` as far
+  // as `path` answered, or reaches the destination (fresh_complete) -- the flow names nothing:
+  // its direction carries its packets. One that differs from `path` or goes further is a new
+  // path: stopped early it names nothing either.
   std::vector<std::string> fresh_path;
   bool fresh_complete = false;
 };

@@ -553,13 +553,31 @@ namespace {
 // Flow 0 of the rig's link crosses spine a (10.9.1.1), flow 1 spine b (10.9.2.1); both then R
 // (10.0.2.254) and the peer. With `spray`, flow 0's 5-tuple answers from spine a and spine c by
 // turns, as a fabric that sprays its packets would.
+// Flow 1 goes via spine 10.9.2.1, the others via 10.9.1.1. A fresh trace (a flow's second) of a
+// losing flow: with `spray`, flow 0's answers from spine 10.9.3.1 at the same distance (another
+// path for one 5-tuple) and flow 2's stops after the first router (narrowed to the link after it);
+// without, no router answers it (their ICMP budget spent), so its whole known path stays in
+// question. A fresh trace that passed would name nothing (suspect_links.h).
 void two_paths(Rig& r, bool spray) {
   auto calls = std::make_shared<std::map<std::uint16_t, unsigned>>();
-  r.tracer.route = [&r, spray, calls](const TraceTarget& t) {
+  r.tracer.script = [&r, spray, calls](const TraceTarget& t) {
     const unsigned flow = r.flow_of(t.dest_qpn - 0x100);
-    const unsigned n = (*calls)[t.sport]++;
-    const std::string spine = flow == 1 ? "10.9.2.1" : spray && n % 2 ? "10.9.3.1" : "10.9.1.1";
-    return std::vector<std::string>{"10.0.0.1", spine, "10.0.2.254", "10.2.0.1"};
+    const bool fresh = (*calls)[t.sport]++ > 0 && r.losing.count(flow);
+    TraceOutcome o;
+    o.hops = {"10.0.0.1", flow == 1 ? "10.9.2.1" : "10.9.1.1", "10.0.2.254", "10.2.0.1"};
+    o.complete = true;
+    if (fresh && !spray) {
+      o.hops.clear();
+      o.complete = false;
+      o.failure = "no_answer";
+    } else if (fresh && flow == 0) {
+      o.hops[1] = "10.9.3.1";
+    } else if (fresh) {
+      o.hops = {"10.0.0.1", "*", "*"};
+      o.complete = false;
+    }
+    o.packets = o.answers = o.hops.size();
+    return o;
   };
 }
 
@@ -604,8 +622,9 @@ TEST_CASE("trace_scheduler: one snapshot holds a window's verdicts, flow states 
   CHECK(r.sched.counters().queued == 1);
   CHECK(s.evidence.empty());
   CHECK(s.suspects.empty());
-  // Back (complete: the forward path passes it), flow 0's two links past the first hop are tied:
-  // both named, each with its evidence, and neither crossed by a flow the window judged clean.
+  // Back (no router answered it: the whole path stays in question), flow 0's two links past the
+  // first hop are tied: both named, each with its evidence, and neither crossed by a flow the
+  // window judged clean.
   r.drain();
   r.run(T0 + 10s + 200ms, T0 + 11s, true);
   s = r.engine.snapshot();
@@ -640,14 +659,17 @@ TEST_CASE("trace_scheduler: a 5-tuple traced on two paths marks its rail as spra
           "[trace]") {
   auto c = trace_config();
   c.flow_rotation = 0ms;
+  c.flows = 3;
   Rig r(c);
   two_paths(r, true);
   r.run(T0, T0 + 1s, true);
   r.drain();
   r.run(T0 + 1s, T0 + 2s, true);
-  r.losing = {0};
+  r.losing = {0, 2};
   r.run(T0 + 2s, T0 + 10s + 200ms, true);
-  r.drain();  // flow 0's fresh trace answers from spine c where its first answered from spine a
+  // Flow 0's fresh trace answers from spine 10.9.3.1 where its first answered from 10.9.1.1; flow
+  // 2's stops after the first router, which alone would name the link after it.
+  r.drain();
   r.run(T0 + 10s + 200ms, T0 + 11s, true);
   auto s = r.engine.snapshot();
   CHECK(s.spray_evidence == 1);

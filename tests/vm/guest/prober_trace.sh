@@ -13,9 +13,9 @@
 # inbound: two of the three paths of a rail dropped -> both links, nothing else; a spine that
 #   stops answering ICMP but forwards (new flows traced through it read `*` there) -> no suspect.
 # outbound: B probes A too; the return direction (B -> A) of one path dropped: B's traces name
-#   that path's spine -> L link; A, which only traces its own direction, can name no more than
-#   the path (its fresh traces pass): what it names is printed and never a link a clean flow
-#   crosses.
+#   that path's spine -> L link; A, which only traces its own direction, names no link (its lossy
+#   flows' fresh traces pass: their own direction carries their packets) and never one a clean
+#   flow crosses.
 # Runs inside the test guest; see tests/vm/README.md.
 source "$(dirname "$0")/common.sh"
 MODE=${1:?usage: prober_trace.sh inbound|outbound}
@@ -294,6 +294,16 @@ else
   a_fresh_cut=$(awk '$1 == "rail1" && $6 != "-" && split($6, h, ",") < 4' "$WORK/t_ret_a" | wc -l)
   ((a_fresh_cut == 0)) && ok "A's fresh traces all pass the spine (nothing stops them: the drop is on the way back)" \
     || bad "$a_fresh_cut of A's fresh traces stop early with only the return direction dropped"
+  # A lossy flow whose fresh trace passed supports no link (suspect_links.h): with every lossy
+  # flow's fresh trace back and passing, A names nothing -- never a forward link. A lossy flow whose
+  # fresh trace found no hop at all keeps its path in question (the check above then stands alone).
+  a_unseen=$(awk '$1 == "rail1" && $7 == "lossy" && $6 == "-"' "$WORK/t_ret_a" | wc -l)
+  answer_suspects "$WORK/t_ret_a" rail1
+  if ((a_unseen == 0)); then
+    [[ -z $REPLY ]] && ok "A names no link: its lossy flows' fresh traces passed" || bad "A names forward links: $REPLY"
+  else
+    echo "  A: $a_unseen lossy flows without a fresh trace in that answer; its suspects: '${REPLY:-none}'"
+  fi
   "$FABRIC" heal-return 1 $P || fatal "heal-return 1 $P"
   no_suspects_within_two_windows $PORT_B && ok "B: healed, no suspect within two windows" || bad "B: suspects stay after the heal"
   no_suspects_within_two_windows $PORT_A && ok "A: no suspect within two windows" || bad "A: suspects stay after the heal"
