@@ -168,7 +168,8 @@ wait_for() {
 promtool_ok() {
   promtool check metrics <"$1" >"$WORK/promtool" 2>&1 && ok "promtool check metrics ($2)" || { bad "promtool ($2)"; cat "$WORK/promtool"; }
 }
-wait_for "$WORK/k1" "first list" rdma_workload_kubernetes_pods
+# api_up appears with the first list's outcome; the pod count reads 0 until then.
+wait_for "$WORK/k1" "first list" rdma_workload_kubernetes_api_up
 expect_value "$WORK/k1" 1 rdma_workload_kubernetes_api_up
 expect_value "$WORK/k1" 1 rdma_workload_kubernetes_pods
 expect_value "$WORK/k1" 1 rdma_workload_pod_qps device=rxe0 port=1 "${P[@]}"
