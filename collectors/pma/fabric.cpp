@@ -7,15 +7,16 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "collectors/pma/pma_metrics.h"
+#include "exporter/collector.h"
 #include "exporter/exposition.h"
 #include "exporter/text.h"
 #include "exporter/thread.h"
+#include "sources/common/small_file.h"
 
 namespace rdma::collectors::pma {
 
@@ -149,10 +150,12 @@ void emit_fabric_port(const FabricPort& fp, const exporter::Labels& node, const 
 FabricLoop::FabricLoop(FabricOptions o)
     : o_(std::move(o)), target_reads_(o_.target_cache, 4096), target_bucket_(o_.target_mad_rate, 0) {
   if (!o_.node_name_map.empty()) {
-    std::ifstream in(o_.node_name_map);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    names_ = mad::parse_node_name_map(ss.str());
+    auto map = read_small_file(o_.node_name_map, exporter::kMaxNamesFileBytes);
+    if (map)
+      names_ = mad::parse_node_name_map(map.value);
+    else
+      spdlog::warn("pma fabric: node-name-map {} not read ({}): GUIDs stand for names",
+                   o_.node_name_map, map.sys_errno == EFBIG ? "larger than the bound" : reason_label(map.error));
   }
 }
 
