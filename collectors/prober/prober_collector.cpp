@@ -155,7 +155,7 @@ class ProberCollector final : public exporter::Collector {
   // /probe (docs/probe.md) when probe modules are configured; it runs whether or not the
   // prober's own loop found a device (a request then fails with no_local_port).
   std::vector<exporter::HttpPath> http_paths() override {
-    std::vector<exporter::HttpPath> paths{{"/prober/traces", [this](std::string_view) {
+    std::vector<exporter::HttpPath> paths{{"/prober/traces", [this](std::string_view query) {
                                              std::shared_ptr<const Published> p;
                                              {
                                                std::lock_guard lock(mu_);
@@ -163,7 +163,7 @@ class ProberCollector final : public exporter::Collector {
                                              }
                                              return traces_response(p ? &p->snap : nullptr, s_.trace,
                                                                     exporter::request_identity(),
-                                                                    s_.traces_allow_unauthenticated);
+                                                                    s_.traces_allow_unauthenticated, query);
                                            }}};
     if (probe_.enabled())
       paths.push_back({"/probe", [this](std::string_view query) {
