@@ -30,8 +30,8 @@
 #include "sources/dcb/ecn_sysfs.h"
 #include "sources/ethtool/ethtool_ioctl.h"
 #include "sources/ethtool/ethtool_netlink.h"
+#include "sources/ethtool/netdev_here.h"
 #include "sources/ethtool/stat_map.h"
-#include "sources/sysfs/reader.h"
 
 namespace rdma::collectors::netdev {
 namespace {
@@ -110,17 +110,16 @@ class NetdevCollector final : public exporter::Collector {
                  out);
 
     NetdevState& st = state_[name];
-    auto idx = ethtool::IoctlClient::ifindex(name);
-    const bool kernels = is_kernels(ctx.host.sysfs_root, name, idx);
+    const ethtool::NetdevHere here = ethtool::netdev_here(ctx.host.sysfs_root, name);
     out.gauge("rdma_netdev_present",
               "1 when the port's netdev is in the exporter's network namespace, as the sysfs tree describes it (ethtool and DCB need it).",
-              base, kernels && idx.ok() ? 1 : 0);
-    if (!kernels) {
+              base, here.here() ? 1 : 0);
+    if (here.state == ethtool::NetdevHere::State::kElsewhere) {
       if (not_kernels_.insert(name).second) new_not_kernels_.push_back(name);
       st = NetdevState{};
       return {Tri::kUnknown, ecn};
     }
-    if (!idx) {
+    if (!here.here()) {
       if (!st.missing_reported)
         ctx.errors.report("netdev_missing", name,
                           "netdev " + name + " is not in this network namespace (fake --path.sysfs or another netns); ethtool and DCB skipped");
@@ -128,7 +127,7 @@ class NetdevCollector final : public exporter::Collector {
       st.missing_reported = true;
       return {Tri::kUnknown, ecn};
     }
-    if (st.ifindex != idx.value) st = NetdevState{.ifindex = idx.value};
+    if (st.ifindex != here.ifindex) st = NetdevState{.ifindex = here.ifindex};
 
     if (st.driver.empty()) {
       auto drv = ioctl_.driver(name);
@@ -192,14 +191,6 @@ class NetdevCollector final : public exporter::Collector {
                  "only the tree's files are read, no ethtool or DCB",
                  fmt::join(new_not_kernels_, ", "), sysfs_root, new_not_kernels_.size() == 1 ? "is" : "are");
     new_not_kernels_.clear();
-  }
-
-  // Whether the netdev that the tree names is the one this kernel has under that name: the same
-  // ifindex. A tree that does not give the ifindex is taken at its word.
-  static bool is_kernels(const std::string& sysfs_root, const std::string& name, const Result<unsigned>& kernel) {
-    auto tree = sysfs::read_u64(sysfs_root + "/class/net/" + name + "/ifindex");
-    if (!tree) return true;
-    return kernel.ok() && kernel.value == tree.value;
   }
 
   void collect_stats(const exporter::ScrapeContext& ctx, const std::string& name, NetdevState& st, const Labels& base,
