@@ -219,8 +219,9 @@ class NetdevCollector final : public exporter::Collector {
   std::vector<std::string> extra_stats_;
   ethtool::IoctlClient ioctl_;
   // A kernel answer is immediate: never hold the scrape on a lost one.
-  ethtool::PauseReader pause_{std::chrono::seconds(2)};
-  ethtool::LinkHealthReader link_{std::chrono::seconds(2)};
+  netlink::GenlClient ethtool_{ethtool::kGenlFamily, std::chrono::seconds(2)};  // pause_'s and link_'s
+  ethtool::PauseReader pause_{ethtool_};
+  ethtool::LinkHealthReader link_{ethtool_};
   dcb::Reader dcb_{std::chrono::seconds(2)};
   std::map<std::string, NetdevState> state_;
   std::set<std::string> not_kernels_;  // logged once each

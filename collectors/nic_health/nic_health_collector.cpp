@@ -25,6 +25,7 @@
 #include "exporter/collector.h"
 #include "sources/devlink/devlink.h"
 #include "sources/ethtool/ethtool_ioctl.h"
+#include "sources/ethtool/ethtool_netlink.h"
 #include "sources/ethtool/module_eeprom.h"
 #include "sources/ethtool/netdev_here.h"
 #include "sources/pci/parse.h"
@@ -246,7 +247,8 @@ class NicHealthCollector final : public exporter::Collector {
   }
 
   Settings s_;
-  ethtool::ModuleEepromReader eeprom_{std::chrono::seconds(2)};
+  netlink::GenlClient ethtool_{ethtool::kGenlFamily, std::chrono::seconds(2)};
+  ethtool::ModuleEepromReader eeprom_{ethtool_};
   devlink::Client devlink_{std::chrono::seconds(2)};
   std::map<std::string, ModuleState> modules_;
   std::optional<std::vector<devlink::DeviceInfo>> infos_;
