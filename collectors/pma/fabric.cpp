@@ -165,7 +165,6 @@ void FabricLoop::start() {
   std::lock_guard lock(run_mu_);
   if (thread_.joinable()) return;
   sleep_.reset();
-  stop_flag_ = false;
   // The first MAD port open and discovery run here, before the HTTP server takes scrapes, so that
   // the loop starts from a topology. (The crash once blamed on a scrape racing this discovery was
   // umad2sim delivering late replies to closed ports; see the local-mode client in
@@ -185,7 +184,6 @@ void FabricLoop::start() {
 }
 
 void FabricLoop::stop() {
-  stop_flag_ = true;
   sleep_.stop();
   std::lock_guard lock(run_mu_);
   if (thread_.joinable()) thread_.join();
@@ -348,7 +346,7 @@ std::optional<std::size_t> FabricLoop::read_snapshot(const Topology& topo, expor
   auto query = [&](std::span<const mad::PmaQuery> qs, mad::Round round) {
     std::vector<mad::PmaReply> all;
     all.reserve(qs.size());
-    for (std::size_t i = 0; i < qs.size() && !stop_flag_; i += chunk) {
+    for (std::size_t i = 0; i < qs.size() && !sleep_.stopped(); i += chunk) {
       mad::QueryStats st;
       auto part = client_->query(qs.subspan(i, std::min(chunk, qs.size() - i)), mad::round_options(o_.query, round), &st);
       count_loop([&](LoopCounters& lc) {
@@ -360,7 +358,7 @@ std::optional<std::size_t> FabricLoop::read_snapshot(const Topology& topo, expor
     return all;  // stopped early: shorter, and the reader stops
   };
   const mad::AgentReads reads = agents_.read(asks, choose, query);
-  if (reads.incomplete || stop_flag_) return std::nullopt;
+  if (reads.incomplete || sleep_.stopped()) return std::nullopt;
   ext_speeds_.rediscovered(topology());
   bool any_unreachable = false;
   std::size_t ports_ok = 0;
