@@ -9,15 +9,14 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <regex>
-#include <sstream>
 
 #include "exporter/collector.h"
 #include "exporter/http_server.h"
 #include "exporter/logging.h"
 #include "exporter/web_config.h"
+#include "sources/common/small_file.h"
 #include "sources/verbs/device_events.h"
 
 namespace rdma::exporter {
@@ -123,11 +122,9 @@ namespace {
 // Changes when the file's content does; a hash, so that a secret is not kept twice in memory.
 std::string file_fingerprint(const std::string& path) {
   if (path.empty()) return "";
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  if (!f) return "unreadable";  // create() reports it; here it only has to differ from a content
-  const std::string text = ss.str();
+  auto file = read_small_file(path, kMaxNamesFileBytes);
+  if (!file) return "unreadable";  // create() reports it; here it only has to differ from a content
+  const std::string& text = file.value;
   return std::to_string(text.size()) + "/" + std::to_string(std::hash<std::string>{}(text));
 }
 

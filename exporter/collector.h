@@ -97,9 +97,12 @@ struct SettingSpec {
   std::string default_value;
   std::string help;
   // The value is a path to a file the collector reads when it is created (a secret, a name map):
-  // a reload compares the file's content too, so a rotated file restarts the collector.
+  // a reload compares the file's content too, so a rotated file restarts the collector. Such a
+  // file is read with read_small_file (sources/common/small_file.h), at most kMaxNamesFileBytes.
   bool names_file = false;
 };
+// The bound of a names_file: a name map of a fabric of a hundred thousand nodes fits many times.
+inline constexpr std::size_t kMaxNamesFileBytes = 64u << 20;
 
 struct CollectorDescriptor {
   std::string name;

@@ -1,11 +1,11 @@
 #include "exporter/options.h"
 
 #include "exporter/yaml_util.h"
+#include "sources/common/small_file.h"
 
 #include <cerrno>
 #include <charconv>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <set>
 #include <sstream>
@@ -237,16 +237,11 @@ void Options::resolve(const CommandLine& cli) {
     resolve_yaml_text("", "", cli);
     return;
   }
-  std::string text;
-  {
-    FILE* f = std::fopen(cli.config_file->c_str(), "rb");
-    if (!f) throw ConfigError(*cli.config_file + ": cannot open config file: " + std::strerror(errno));
-    char buf[4096];
-    std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-    std::fclose(f);
-  }
-  resolve_yaml_text(text, *cli.config_file, cli);
+  auto file = read_small_file(*cli.config_file, kMaxConfigFileBytes);
+  if (!file && file.sys_errno == EFBIG)
+    throw ConfigError(*cli.config_file + ": config file is larger than " + std::to_string(kMaxConfigFileBytes) + " bytes");
+  if (!file) throw ConfigError(*cli.config_file + ": cannot open config file: " + std::strerror(file.sys_errno));
+  resolve_yaml_text(file.value, *cli.config_file, cli);
 }
 
 void Options::resolve_yaml_text(const std::string& yaml, const std::string& origin, const CommandLine& cli) {

@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <map>
@@ -27,6 +28,10 @@ struct UsageError : std::runtime_error {
 struct ConfigError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// The bound of the config and web config files (read with read_small_file): a prober peer list of
+// tens of thousands of entries fits; a wrong path (a log) is refused instead of parsed.
+inline constexpr std::size_t kMaxConfigFileBytes = 16u << 20;
 
 enum class OptionType : std::uint8_t { kString, kBool, kInt, kDuration, kStringList, kYaml };
 

@@ -1,6 +1,8 @@
 #include "exporter/query.h"
 
 #include <algorithm>
+#include <charconv>
+#include <system_error>
 
 namespace rdma::exporter {
 namespace {
@@ -14,7 +16,7 @@ int hex_digit(char c) {
 std::string list(std::initializer_list<std::string_view> known) {
   std::string out;
   for (auto k : known) out += (out.empty() ? "" : ", ") + std::string(k);
-  return out;
+  return out.empty() ? "this path takes none" : out;
 }
 }  // namespace
 
@@ -68,6 +70,22 @@ std::optional<QueryParams> parse_query(std::string_view query, std::initializer_
       return error = "parameter `" + *name + "` given twice", std::nullopt;
   }
   return out;
+}
+
+std::optional<std::uint64_t> query_number(std::string_view v, std::uint64_t min, std::uint64_t max) {
+  std::uint64_t x = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x, 10);
+  if (v.empty() || ec != std::errc() || end != v.data() + v.size() || x < min || x > max) return std::nullopt;
+  return x;
+}
+
+std::optional<std::uint64_t> query_guid(std::string_view v) {
+  if (!(v.starts_with("0x") || v.starts_with("0X"))) return std::nullopt;
+  v.remove_prefix(2);
+  std::uint64_t x = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x, 16);
+  if (v.empty() || v.size() > 16 || ec != std::errc() || end != v.data() + v.size()) return std::nullopt;
+  return x;
 }
 
 HttpResponse bad_request(std::string_view reason) {

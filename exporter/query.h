@@ -10,6 +10,7 @@
 //    with probe_success 0).
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
 #include <map>
 #include <optional>
@@ -48,6 +49,13 @@ std::optional<QueryParams> parse_query(std::string_view query, std::initializer_
 // A caller's name or value as a reason may quote it: printable ASCII only (others become '?'),
 // at most 64 bytes.
 std::string quoted(std::string_view s);
+
+// The values of the paths' parameters, parsed one way: the whole value or nothing (no sign, no
+// space, no prefix but the one named), so that two paths never disagree on what a port or a GUID is.
+// A decimal number from `min` to `max` (a port, a LID).
+std::optional<std::uint64_t> query_number(std::string_view v, std::uint64_t min, std::uint64_t max);
+// "0x" (or "0X") and 1 to 16 hex digits: a node or port GUID, as /pma/targets lists them.
+std::optional<std::uint64_t> query_guid(std::string_view v);
 
 // The one answer to a bad request: 400, text/plain, `reason` on one line.
 HttpResponse bad_request(std::string_view reason);

@@ -8,11 +8,11 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "exporter/options.h"
 #include "exporter/tls/openssl_api.h"
 #include "exporter/yaml_util.h"
+#include "sources/common/small_file.h"
 
 namespace rdma::exporter {
 namespace {
@@ -154,13 +154,13 @@ WebConfig parse_web_config(const std::string& yaml, const std::string& origin, c
 }
 
 WebConfig load_web_config(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw ConfigError(path + ": cannot open web config file: " + std::strerror(errno));
-  std::stringstream ss;
-  ss << f.rdbuf();
+  auto file = read_small_file(path, kMaxConfigFileBytes);
+  if (!file && file.sys_errno == EFBIG)
+    throw ConfigError(path + ": web config file is larger than " + std::to_string(kMaxConfigFileBytes) + " bytes");
+  if (!file) throw ConfigError(path + ": cannot open web config file: " + std::strerror(file.sys_errno));
   std::string dir;
   if (auto slash = path.rfind('/'); slash != std::string::npos) dir = path.substr(0, slash == 0 ? 1 : slash);
-  WebConfig cfg = parse_web_config(ss.str(), path, dir);
+  WebConfig cfg = parse_web_config(file.value, path, dir);
   if (cfg.tls) {
     check_readable(path, "tls_server_config.cert_file", cfg.tls->cert_file);
     check_readable(path, "tls_server_config.key_file", cfg.tls->key_file);

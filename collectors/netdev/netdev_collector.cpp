@@ -30,8 +30,8 @@
 #include "sources/dcb/ecn_sysfs.h"
 #include "sources/ethtool/ethtool_ioctl.h"
 #include "sources/ethtool/ethtool_netlink.h"
+#include "sources/ethtool/netdev_here.h"
 #include "sources/ethtool/stat_map.h"
-#include "sources/sysfs/reader.h"
 
 namespace rdma::collectors::netdev {
 namespace {
@@ -110,17 +110,16 @@ class NetdevCollector final : public exporter::Collector {
                  out);
 
     NetdevState& st = state_[name];
-    auto idx = ethtool::IoctlClient::ifindex(name);
-    const bool kernels = is_kernels(ctx.host.sysfs_root, name, idx);
+    const ethtool::NetdevHere here = ethtool::netdev_here(ctx.host.sysfs_root, name);
     out.gauge("rdma_netdev_present",
               "1 when the port's netdev is in the exporter's network namespace, as the sysfs tree describes it (ethtool and DCB need it).",
-              base, kernels && idx.ok() ? 1 : 0);
-    if (!kernels) {
+              base, here.here() ? 1 : 0);
+    if (here.state == ethtool::NetdevHere::State::kElsewhere) {
       if (not_kernels_.insert(name).second) new_not_kernels_.push_back(name);
       st = NetdevState{};
       return {Tri::kUnknown, ecn};
     }
-    if (!idx) {
+    if (!here.here()) {
       if (!st.missing_reported)
         ctx.errors.report("netdev_missing", name,
                           "netdev " + name + " is not in this network namespace (fake --path.sysfs or another netns); ethtool and DCB skipped");
@@ -128,7 +127,7 @@ class NetdevCollector final : public exporter::Collector {
       st.missing_reported = true;
       return {Tri::kUnknown, ecn};
     }
-    if (st.ifindex != idx.value) st = NetdevState{.ifindex = idx.value};
+    if (st.ifindex != here.ifindex) st = NetdevState{.ifindex = here.ifindex};
 
     if (st.driver.empty()) {
       auto drv = ioctl_.driver(name);
@@ -194,14 +193,6 @@ class NetdevCollector final : public exporter::Collector {
     new_not_kernels_.clear();
   }
 
-  // Whether the netdev that the tree names is the one this kernel has under that name: the same
-  // ifindex. A tree that does not give the ifindex is taken at its word.
-  static bool is_kernels(const std::string& sysfs_root, const std::string& name, const Result<unsigned>& kernel) {
-    auto tree = sysfs::read_u64(sysfs_root + "/class/net/" + name + "/ifindex");
-    if (!tree) return true;
-    return kernel.ok() && kernel.value == tree.value;
-  }
-
   void collect_stats(const exporter::ScrapeContext& ctx, const std::string& name, NetdevState& st, const Labels& base,
                      bool link_pause_done, MetricSink& out) {
     auto count = ioctl_.stats_count(name);
@@ -228,8 +219,9 @@ class NetdevCollector final : public exporter::Collector {
   std::vector<std::string> extra_stats_;
   ethtool::IoctlClient ioctl_;
   // A kernel answer is immediate: never hold the scrape on a lost one.
-  ethtool::PauseReader pause_{std::chrono::seconds(2)};
-  ethtool::LinkHealthReader link_{std::chrono::seconds(2)};
+  netlink::GenlClient ethtool_{ethtool::kGenlFamily, std::chrono::seconds(2)};  // pause_'s and link_'s
+  ethtool::PauseReader pause_{ethtool_};
+  ethtool::LinkHealthReader link_{ethtool_};
   dcb::Reader dcb_{std::chrono::seconds(2)};
   std::map<std::string, NetdevState> state_;
   std::set<std::string> not_kernels_;  // logged once each

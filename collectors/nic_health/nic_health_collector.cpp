@@ -25,7 +25,9 @@
 #include "exporter/collector.h"
 #include "sources/devlink/devlink.h"
 #include "sources/ethtool/ethtool_ioctl.h"
+#include "sources/ethtool/ethtool_netlink.h"
 #include "sources/ethtool/module_eeprom.h"
+#include "sources/ethtool/netdev_here.h"
 #include "sources/pci/parse.h"
 #include "sources/sysfs/reader.h"
 
@@ -95,16 +97,15 @@ class NicHealthCollector final : public exporter::Collector {
 
  private:
   void collect_module(const exporter::ScrapeContext& ctx, const Labels& base, const std::string& name, MetricSink& out) {
-    auto idx = ethtool::IoctlClient::ifindex(name);
-    if (auto tree = sysfs::read_u64(ctx.host.sysfs_root + "/class/net/" + name + "/ifindex");
-        !idx || (tree && tree.value != idx.value)) {
+    const ethtool::NetdevHere here = ethtool::netdev_here(ctx.host.sysfs_root, name);
+    if (!here.here()) {
       // Not this namespace's netdev (a fake --path.sysfs, another namespace's /sys): the
       // netdev collector says so (rdma_netdev_present 0); nothing to read here.
       modules_.erase(name);
       return;
     }
     ModuleState& st = modules_[name];
-    if (st.ifindex != idx.value) st = ModuleState{.ifindex = idx.value};
+    if (st.ifindex != here.ifindex) st = ModuleState{.ifindex = here.ifindex};
     if (st.unsupported) return;
     const bool reuse = st.cached && Clock::now() - st.cached_at < s_.static_refresh;
     auto mem = eeprom_.read_module(name, reuse ? &*st.cached : nullptr);
@@ -246,7 +247,8 @@ class NicHealthCollector final : public exporter::Collector {
   }
 
   Settings s_;
-  ethtool::ModuleEepromReader eeprom_{std::chrono::seconds(2)};
+  netlink::GenlClient ethtool_{ethtool::kGenlFamily, std::chrono::seconds(2)};
+  ethtool::ModuleEepromReader eeprom_{ethtool_};
   devlink::Client devlink_{std::chrono::seconds(2)};
   std::map<std::string, ModuleState> modules_;
   std::optional<std::vector<devlink::DeviceInfo>> infos_;

@@ -7,15 +7,16 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "collectors/pma/pma_metrics.h"
+#include "exporter/collector.h"
 #include "exporter/exposition.h"
 #include "exporter/text.h"
 #include "exporter/thread.h"
+#include "sources/common/small_file.h"
 
 namespace rdma::collectors::pma {
 
@@ -149,10 +150,12 @@ void emit_fabric_port(const FabricPort& fp, const exporter::Labels& node, const 
 FabricLoop::FabricLoop(FabricOptions o)
     : o_(std::move(o)), target_reads_(o_.target_cache, 4096), target_bucket_(o_.target_mad_rate, 0) {
   if (!o_.node_name_map.empty()) {
-    std::ifstream in(o_.node_name_map);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    names_ = mad::parse_node_name_map(ss.str());
+    auto map = read_small_file(o_.node_name_map, exporter::kMaxNamesFileBytes);
+    if (map)
+      names_ = mad::parse_node_name_map(map.value);
+    else
+      spdlog::warn("pma fabric: node-name-map {} not read ({}): GUIDs stand for names",
+                   o_.node_name_map, map.sys_errno == EFBIG ? "larger than the bound" : reason_label(map.error));
   }
 }
 
@@ -162,7 +165,6 @@ void FabricLoop::start() {
   std::lock_guard lock(run_mu_);
   if (thread_.joinable()) return;
   sleep_.reset();
-  stop_flag_ = false;
   // The first MAD port open and discovery run here, before the HTTP server takes scrapes, so that
   // the loop starts from a topology. (The crash once blamed on a scrape racing this discovery was
   // umad2sim delivering late replies to closed ports; see the local-mode client in
@@ -182,7 +184,6 @@ void FabricLoop::start() {
 }
 
 void FabricLoop::stop() {
-  stop_flag_ = true;
   sleep_.stop();
   std::lock_guard lock(run_mu_);
   if (thread_.joinable()) thread_.join();
@@ -345,7 +346,7 @@ std::optional<std::size_t> FabricLoop::read_snapshot(const Topology& topo, expor
   auto query = [&](std::span<const mad::PmaQuery> qs, mad::Round round) {
     std::vector<mad::PmaReply> all;
     all.reserve(qs.size());
-    for (std::size_t i = 0; i < qs.size() && !stop_flag_; i += chunk) {
+    for (std::size_t i = 0; i < qs.size() && !sleep_.stopped(); i += chunk) {
       mad::QueryStats st;
       auto part = client_->query(qs.subspan(i, std::min(chunk, qs.size() - i)), mad::round_options(o_.query, round), &st);
       count_loop([&](LoopCounters& lc) {
@@ -357,7 +358,7 @@ std::optional<std::size_t> FabricLoop::read_snapshot(const Topology& topo, expor
     return all;  // stopped early: shorter, and the reader stops
   };
   const mad::AgentReads reads = agents_.read(asks, choose, query);
-  if (reads.incomplete || stop_flag_) return std::nullopt;
+  if (reads.incomplete || sleep_.stopped()) return std::nullopt;
   ext_speeds_.rediscovered(topology());
   bool any_unreachable = false;
   std::size_t ports_ok = 0;

@@ -217,8 +217,8 @@ class FabricLoop {
   mutable std::mutex snap_mu_;
   std::shared_ptr<const Snapshot> snap_;
   std::mutex run_mu_;           // start() and stop() against each other
-  exporter::StopSignal sleep_;  // the loop's wait between refreshes
-  std::atomic<bool> stop_flag_{false};
+  // The loop's one stop: its wait between refreshes, and the check between a read's chunks.
+  exporter::StopSignal sleep_;
   std::thread thread_;
 };
 

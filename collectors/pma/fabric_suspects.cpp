@@ -1,9 +1,9 @@
 #include "collectors/pma/fabric_suspects.h"
 
-#include <charconv>
 #include <set>
 
 #include "collectors/pma/fabric.h"
+#include "exporter/query.h"
 #include "exporter/text.h"
 
 namespace rdma::collectors::pma {
@@ -70,21 +70,15 @@ std::optional<std::vector<PairLoss>> parse_pairs(std::string_view list, bool los
     if (comma != std::string_view::npos && list.empty()) return std::nullopt;  // a trailing comma
     const auto slash = item.find('/'), dash = item.find('-');
     if (slash == std::string_view::npos || dash == std::string_view::npos || dash < slash) return std::nullopt;
-    std::string_view g = item.substr(0, slash), port = item.substr(slash + 1, dash - slash - 1), lid = item.substr(dash + 1);
-    if (!(g.starts_with("0x") || g.starts_with("0X")) || g.size() < 3 || g.size() > 18) return std::nullopt;
-    g.remove_prefix(2);
+    const auto guid = exporter::query_guid(item.substr(0, slash));
+    const auto port = exporter::query_number(item.substr(slash + 1, dash - slash - 1), 1, 254);
+    const auto lid = exporter::query_number(item.substr(dash + 1), 1, mad::kMaxUnicastLid);
+    if (!guid || !port || !lid) return std::nullopt;
     PairLoss p;
     p.lossy = lossy;
-    unsigned pn = 0, ln = 0;
-    auto full = [](std::string_view s, auto& v, int base) {
-      auto [e, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
-      return !s.empty() && ec == std::errc() && e == s.data() + s.size();
-    };
-    if (!full(g, p.src_guid, 16) || !full(port, pn, 10) || !full(lid, ln, 10) || pn < 1 || pn > 254 || ln < 1 ||
-        ln > mad::kMaxUnicastLid)
-      return std::nullopt;
-    p.src_port = static_cast<std::uint8_t>(pn);
-    p.dst_lid = static_cast<std::uint16_t>(ln);
+    p.src_guid = *guid;
+    p.src_port = static_cast<std::uint8_t>(*port);
+    p.dst_lid = static_cast<std::uint16_t>(*lid);
     out.push_back(std::move(p));
   }
   return out;

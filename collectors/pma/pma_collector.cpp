@@ -11,7 +11,6 @@
 #include <map>
 #include <memory>
 #include <cerrno>
-#include <charconv>
 #include <optional>
 #include <set>
 #include <unistd.h>
@@ -21,6 +20,7 @@
 #include "collectors/pma/pma_metrics.h"
 #include "exporter/collector.h"
 #include "exporter/query.h"
+#include "sources/mad/lft_decode.h"
 #include "sources/mad/mad_client.h"
 #include "sources/mad/pma_agent.h"
 
@@ -105,14 +105,6 @@ class PmaCollector final : public exporter::Collector {
     return {200, "application/json", f.targets_json(type ? *type : "")};
   }
 
-  // A number in `base` no greater than `max`, the whole string; nullopt otherwise.
-  static std::optional<std::uint64_t> number(std::string_view s, int base, std::uint64_t max) {
-    std::uint64_t x = 0;
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), x, base);
-    if (s.empty() || ec != std::errc() || end != s.data() + s.size() || x > max) return std::nullopt;
-    return x;
-  }
-
   // /pma/routes and /pma/routes/suspects hand out the fabric's topology and compute routes: the
   // access rule of /probe first (before the query is even parsed), then RouteGate's bounds.
   // `compute` runs with the computation slot held.
@@ -149,18 +141,17 @@ class PmaCollector final : public exporter::Collector {
     std::optional<std::uint64_t> src;
     int port = 0, dst = 0;
     if (const std::string* v = params->get("src")) {
-      const std::string_view g = *v;
-      if (!(g.starts_with("0x") || g.starts_with("0X")) || g.size() > 18 || !(src = number(g.substr(2), 16, ~0ull)))
-        return exporter::bad_request("src '" + exporter::quoted(g) + "' is not a node GUID (0x followed by up to 16 hex digits)");
+      if (!(src = exporter::query_guid(*v)))
+        return exporter::bad_request("src '" + exporter::quoted(*v) + "' is not a node GUID (0x followed by up to 16 hex digits)");
     }
     if (const std::string* v = params->get("port")) {
-      auto n = number(*v, 10, 254);
-      if (!n || *n == 0) return exporter::bad_request("port '" + exporter::quoted(*v) + "' is not a port number 1-254");
+      auto n = exporter::query_number(*v, 1, 254);
+      if (!n) return exporter::bad_request("port '" + exporter::quoted(*v) + "' is not a port number 1-254");
       port = static_cast<int>(*n);
     }
     if (const std::string* v = params->get("dst")) {
-      auto n = number(*v, 10, 0xBFFF);
-      if (!n || *n == 0) return exporter::bad_request("dst '" + exporter::quoted(*v) + "' is not a unicast LID 1-49151");
+      auto n = exporter::query_number(*v, 1, mad::kMaxUnicastLid);
+      if (!n) return exporter::bad_request("dst '" + exporter::quoted(*v) + "' is not a unicast LID 1-49151");
       dst = static_cast<int>(*n);
     }
     if (!src) return exporter::bad_request("missing parameter 'src' (a node GUID from /pma/targets)");
@@ -202,12 +193,8 @@ class PmaCollector final : public exporter::Collector {
     const std::string* target = params->get("target");
     const std::string* ports = params->get("ports");
     if (!target) return bad(f, "missing parameter 'target' (a node GUID from /pma/targets, e.g. target=0x0002c90300a1b2c3)");
-    std::string_view t = *target;
-    std::uint64_t guid = 0;
-    const bool hex = t.starts_with("0x") || t.starts_with("0X");
-    if (hex) t.remove_prefix(2);
-    auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), guid, 16);
-    if (!hex || t.empty() || t.size() > 16 || ec != std::errc() || end != t.data() + t.size())
+    const std::optional<std::uint64_t> guid = exporter::query_guid(*target);
+    if (!guid)
       return bad(f, "target '" + exporter::quoted(*target) + "' is not a node GUID (0x followed by up to 16 hex digits)");
     std::vector<int> port_list;
     if (ports) {
@@ -216,14 +203,12 @@ class PmaCollector final : public exporter::Collector {
         const auto comma = p.find(',');
         const std::string_view item = p.substr(0, comma);
         p = comma == std::string_view::npos ? std::string_view{} : p.substr(comma + 1);
-        int n = 0;
-        auto [e, c] = std::from_chars(item.data(), item.data() + item.size(), n);
-        if (item.empty() || c != std::errc() || e != item.data() + item.size() || n < 1 || n > 254)
-          return bad(f, "ports '" + exporter::quoted(*ports) + "' is not a comma-separated list of port numbers 1-254");
-        port_list.push_back(n);
+        const auto n = exporter::query_number(item, 1, 254);
+        if (!n) return bad(f, "ports '" + exporter::quoted(*ports) + "' is not a comma-separated list of port numbers 1-254");
+        port_list.push_back(static_cast<int>(*n));
       }
     }
-    TargetAnswer a = f.read_target(guid, port_list, exporter::request_scrape_timeout());
+    TargetAnswer a = f.read_target(*guid, port_list, exporter::request_scrape_timeout());
     return {a.status, a.status == 200 ? "text/plain; version=0.0.4; charset=utf-8" : "text/plain; charset=utf-8",
             std::move(a.body)};
   }

@@ -7,13 +7,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <charconv>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include "collectors/prober/engine/config.h"
@@ -31,6 +30,7 @@
 #include "exporter/collector.h"
 #include "exporter/kube/kube_client.h"
 #include "exporter/tls/openssl_api.h"
+#include "sources/common/small_file.h"
 
 namespace rdma::collectors::prober {
 namespace {
@@ -39,6 +39,10 @@ using exporter::ConfigError;
 using exporter::HistogramValue;
 using exporter::Labels;
 using exporter::MetricSink;
+
+// An HMAC key is tens of bytes; the bound only keeps a wrong path (a log, a device) from being
+// read whole into every handshake's key.
+inline constexpr std::size_t kMaxSecretBytes = 64u << 10;
 
 struct Settings {
   EngineConfig engine;
@@ -151,7 +155,7 @@ class ProberCollector final : public exporter::Collector {
   // /probe (docs/probe.md) when probe modules are configured; it runs whether or not the
   // prober's own loop found a device (a request then fails with no_local_port).
   std::vector<exporter::HttpPath> http_paths() override {
-    std::vector<exporter::HttpPath> paths{{"/prober/traces", [this](std::string_view) {
+    std::vector<exporter::HttpPath> paths{{"/prober/traces", [this](std::string_view query) {
                                              std::shared_ptr<const Published> p;
                                              {
                                                std::lock_guard lock(mu_);
@@ -159,7 +163,7 @@ class ProberCollector final : public exporter::Collector {
                                              }
                                              return traces_response(p ? &p->snap : nullptr, s_.trace,
                                                                     exporter::request_identity(),
-                                                                    s_.traces_allow_unauthenticated);
+                                                                    s_.traces_allow_unauthenticated, query);
                                            }}};
     if (probe_.enabled())
       paths.push_back({"/probe", [this](std::string_view query) {
@@ -562,12 +566,10 @@ class ProberCollector final : public exporter::Collector {
   // The topology file read now and this node's plan for the rotation of the wall clock (every
   // node agrees on it to within its clock's offset): appended to `peers`.
   PlanStatus plan_peers(std::vector<PeerSpec>& peers) {
-    std::ifstream f(s_.topology_file, std::ios::binary);
-    std::string text(kMaxTopologyFileBytes + 1, '\0');
-    f.read(text.data(), static_cast<std::streamsize>(text.size()));
-    text.resize(static_cast<std::size_t>(std::max<std::streamsize>(0, f.gcount())));
+    auto file = read_small_file(s_.topology_file, kMaxTopologyFileBytes);
+    const std::string& text = file.value;
     PlanStatus st;
-    if (!f.eof() || text.size() > kMaxTopologyFileBytes) {
+    if (!file) {
       st.state = "file_error";
       if (plan_state_logged_ != "unreadable")
         spdlog::warn("prober: topology file {} cannot be read or is over {} bytes: peers from the static list and DNS only",
@@ -683,11 +685,11 @@ Settings settings_from(const exporter::CollectorSettings& s) {
     t.node_name = host;
   }
   if (auto path = s.string("secret-file"); !path.empty()) {
-    std::ifstream f(path);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    if (!f) throw s.error("secret-file", "cannot read " + path);
-    t.secret = ss.str();
+    auto secret = read_small_file(path, kMaxSecretBytes);
+    if (!secret && secret.sys_errno == EFBIG)
+      throw s.error("secret-file", path + " is larger than " + std::to_string(kMaxSecretBytes) + " bytes");
+    if (!secret) throw s.error("secret-file", "cannot read " + path);
+    t.secret = std::move(secret.value);
     while (!t.secret.empty() && (t.secret.back() == '\n' || t.secret.back() == '\r')) t.secret.pop_back();
     if (t.secret.empty()) throw s.error("secret-file", path + " is empty");
   }

@@ -1,18 +1,17 @@
 #include "exporter/kube/kube_client.h"
 
+#include <cerrno>
 #include <cstdlib>
-#include <fstream>
+
+#include "sources/common/small_file.h"
 
 namespace rdma::exporter::kube {
 
 std::string read_token(const std::string& path, std::string& token) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return "cannot read " + path;
-  std::string text;
-  text.resize(kMaxTokenBytes + 1);
-  f.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(f.gcount()));
-  if (text.size() > kMaxTokenBytes) return path + " is larger than " + std::to_string(kMaxTokenBytes) + " bytes";
+  auto file = read_small_file(path, kMaxTokenBytes);
+  if (!file && file.sys_errno == EFBIG) return path + " is larger than " + std::to_string(kMaxTokenBytes) + " bytes";
+  if (!file) return "cannot read " + path;
+  std::string text = std::move(file.value);
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
   if (text.empty()) return path + " is empty";
   for (char c : text)

@@ -165,14 +165,7 @@ std::vector<std::uint8_t> build_dump(std::uint16_t family_id, std::uint8_t cmd) 
   return req;
 }
 
-Client::Client(std::chrono::milliseconds receive_timeout) : sock_(NETLINK_GENERIC, receive_timeout) {}
-
-Result<std::uint16_t> Client::family() {
-  if (family_ != 0) return Result<std::uint16_t>::success(family_);
-  auto id = netlink::resolve_family(sock_, DEVLINK_GENL_NAME);
-  if (id) family_ = id.value;
-  return id;
-}
+Client::Client(std::chrono::milliseconds receive_timeout) : client_(DEVLINK_GENL_NAME, receive_timeout) {}
 
 namespace {
 // Runs one dump on `sock`, collecting its messages' bytes (bounded) for the pure decoder.
@@ -198,18 +191,18 @@ Result<std::vector<std::uint8_t>> run_dump(netlink::Socket& sock, std::vector<st
 
 Result<std::vector<HealthReporter>> Client::health_reporters() {
   using R = Result<std::vector<HealthReporter>>;
-  auto id = family();
+  auto id = client_.family();
   if (!id) return R::failure(id.error, id.sys_errno);
-  auto bytes = run_dump(sock_, build_dump(id.value, DEVLINK_CMD_HEALTH_REPORTER_GET));
+  auto bytes = run_dump(client_.socket(), build_dump(id.value, DEVLINK_CMD_HEALTH_REPORTER_GET));
   if (!bytes) return R::failure(bytes.error, bytes.sys_errno);
   return decode_health_dump(bytes.value);
 }
 
 Result<std::vector<DeviceInfo>> Client::infos() {
   using R = Result<std::vector<DeviceInfo>>;
-  auto id = family();
+  auto id = client_.family();
   if (!id) return R::failure(id.error, id.sys_errno);
-  auto bytes = run_dump(sock_, build_dump(id.value, DEVLINK_CMD_INFO_GET));
+  auto bytes = run_dump(client_.socket(), build_dump(id.value, DEVLINK_CMD_INFO_GET));
   if (!bytes) return R::failure(bytes.error, bytes.sys_errno);
   return decode_info_dump(bytes.value);
 }

@@ -16,7 +16,7 @@
 
 #include "sources/common/result.h"
 #include "sources/netlink/message.h"
-#include "sources/netlink/socket.h"
+#include "sources/netlink/genetlink.h"
 
 namespace rdma::devlink {
 
@@ -74,9 +74,7 @@ class Client {
   Result<std::vector<DeviceInfo>> infos();
 
  private:
-  Result<std::uint16_t> family();
-  netlink::Socket sock_;
-  std::uint16_t family_ = 0;
+  netlink::GenlClient client_;
 };
 
 }  // namespace rdma::devlink

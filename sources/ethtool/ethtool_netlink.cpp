@@ -4,6 +4,8 @@
 #include <linux/ethtool_netlink.h>
 #include <linux/genetlink.h>
 
+#include <string_view>
+
 #include "sources/netlink/genetlink.h"
 
 namespace rdma::ethtool {
@@ -43,17 +45,12 @@ std::vector<std::uint8_t> build_pause_get(std::uint16_t family_id, const std::st
   });
 }
 
-PauseReader::PauseReader(std::chrono::milliseconds receive_timeout) : sock_(NETLINK_GENERIC, receive_timeout) {}
+static_assert(std::string_view(kGenlFamily) == ETHTOOL_GENL_NAME);
 
 Result<PauseStats> PauseReader::read(const std::string& ifname) {
   using R = Result<PauseStats>;
-  if (family_ == 0) {
-    // No "ethtool" family (kernels < 5.6): the standard statistics do not exist here.
-    auto id = netlink::resolve_family(sock_, ETHTOOL_GENL_NAME);
-    if (!id) return R::failure(id.error, id.sys_errno);
-    family_ = id.value;
-  }
-  auto reply = sock_.request(build_pause_get(family_, ifname));
+  // No "ethtool" family (kernels < 5.6): kNotSupported, the standard statistics do not exist here.
+  auto reply = client_.request([&](std::uint16_t family) { return build_pause_get(family, ifname); });
   if (!reply) return R::failure(reply.error, reply.sys_errno);
   return decode_pause_reply(reply.value);
 }

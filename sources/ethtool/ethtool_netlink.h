@@ -11,9 +11,13 @@
 #include <vector>
 
 #include "sources/common/result.h"
-#include "sources/netlink/socket.h"
+#include "sources/netlink/genetlink.h"
 
 namespace rdma::ethtool {
+
+// The generic netlink family of ethtool (ETHTOOL_GENL_NAME): the name a collector's one
+// netlink::GenlClient for the readers below is made with.
+inline constexpr const char* kGenlFamily = "ethtool";
 
 // Standard 802.3x pause statistics (ETHTOOL_A_PAUSE_STATS); absent members were not reported.
 struct PauseStats {
@@ -26,15 +30,15 @@ Result<PauseStats> decode_pause_reply(std::span<const std::uint8_t> msg);
 // The request (the same bytes the tests decode against).
 std::vector<std::uint8_t> build_pause_get(std::uint16_t family_id, const std::string& ifname);
 
-// Pause statistics of netdevs by name: resolves the "ethtool" family once.
+// Pause statistics of netdevs by name, over the caller's "ethtool" client (kGenlFamily), which
+// outlives it.
 class PauseReader {
  public:
-  explicit PauseReader(std::chrono::milliseconds receive_timeout);
+  explicit PauseReader(netlink::GenlClient& ethtool) : client_(ethtool) {}
   Result<PauseStats> read(const std::string& ifname);
 
  private:
-  netlink::Socket sock_;
-  std::uint16_t family_ = 0;
+  netlink::GenlClient& client_;
 };
 
 }  // namespace rdma::ethtool

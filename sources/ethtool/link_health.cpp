@@ -196,32 +196,20 @@ std::vector<std::uint8_t> build_fec_get(std::uint16_t family_id, const std::stri
   return build_get(family_id, ETHTOOL_MSG_FEC_GET, ETHTOOL_A_FEC_HEADER, ifname, ETHTOOL_FLAG_STATS);
 }
 
-LinkHealthReader::LinkHealthReader(std::chrono::milliseconds receive_timeout) : sock_(NETLINK_GENERIC, receive_timeout) {}
-
-Result<std::vector<std::uint8_t>> LinkHealthReader::ask(const std::function<std::vector<std::uint8_t>(std::uint16_t)>& build) {
-  using R = Result<std::vector<std::uint8_t>>;
-  if (family_ == 0) {
-    auto id = netlink::resolve_family(sock_, ETHTOOL_GENL_NAME);
-    if (!id) return R::failure(id.error, id.sys_errno);
-    family_ = id.value;
-  }
-  return sock_.request(build(family_));
-}
-
 Result<LinkState> LinkHealthReader::linkstate(const std::string& ifname) {
-  auto reply = ask([&](std::uint16_t f) { return build_linkstate_get(f, ifname, linkstate_stats_); });
+  auto reply = client_.request([&](std::uint16_t f) { return build_linkstate_get(f, ifname, linkstate_stats_); });
   if (!reply && reply.error == ReadError::kInvalid && linkstate_stats_) {
     // A kernel whose linkstate header policy has no ETHTOOL_FLAG_STATS (no down count) refuses
     // the flag with EINVAL: ask without it from now on.
     linkstate_stats_ = false;
-    reply = ask([&](std::uint16_t f) { return build_linkstate_get(f, ifname, false); });
+    reply = client_.request([&](std::uint16_t f) { return build_linkstate_get(f, ifname, false); });
   }
   if (!reply) return Result<LinkState>::failure(reply.error, reply.sys_errno);
   return decode_linkstate_reply(reply.value);
 }
 
 Result<FecState> LinkHealthReader::fec(const std::string& ifname) {
-  auto reply = ask([&](std::uint16_t f) { return build_fec_get(f, ifname); });
+  auto reply = client_.request([&](std::uint16_t f) { return build_fec_get(f, ifname); });
   if (!reply) return Result<FecState>::failure(reply.error, reply.sys_errno);
   return decode_fec_reply(reply.value);
 }

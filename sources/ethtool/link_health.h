@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "sources/common/result.h"
-#include "sources/netlink/socket.h"
+#include "sources/netlink/genetlink.h"
 
 namespace rdma::ethtool {
 
@@ -74,18 +74,16 @@ std::string fec_mode_label(std::uint32_t link_mode_bit);
 std::vector<std::uint8_t> build_linkstate_get(std::uint16_t family_id, const std::string& ifname, bool stats);
 std::vector<std::uint8_t> build_fec_get(std::uint16_t family_id, const std::string& ifname);
 
-// Link state and FEC of netdevs by name, on one generic netlink socket; resolves the "ethtool"
-// family once. kNotSupported: the kernel has no ethtool netlink or the driver lacks the op.
+// Link state and FEC of netdevs by name, over the caller's "ethtool" client (kGenlFamily), which
+// outlives it. kNotSupported: the kernel has no ethtool netlink or the driver lacks the op.
 class LinkHealthReader {
  public:
-  explicit LinkHealthReader(std::chrono::milliseconds receive_timeout);
+  explicit LinkHealthReader(netlink::GenlClient& ethtool) : client_(ethtool) {}
   Result<LinkState> linkstate(const std::string& ifname);
   Result<FecState> fec(const std::string& ifname);
 
  private:
-  Result<std::vector<std::uint8_t>> ask(const std::function<std::vector<std::uint8_t>(std::uint16_t)>& build);
-  netlink::Socket sock_;
-  std::uint16_t family_ = 0;
+  netlink::GenlClient& client_;
   bool linkstate_stats_ = true;
 };
 

@@ -472,17 +472,9 @@ std::vector<std::uint8_t> build_eeprom_get(std::uint16_t family_id, const std::s
   });
 }
 
-ModuleEepromReader::ModuleEepromReader(std::chrono::milliseconds receive_timeout)
-    : sock_(NETLINK_GENERIC, receive_timeout) {}
-
 Result<std::vector<std::uint8_t>> ModuleEepromReader::read(const std::string& ifname, const PageRequest& r) {
   using R = Result<std::vector<std::uint8_t>>;
-  if (family_ == 0) {
-    auto id = netlink::resolve_family(sock_, ETHTOOL_GENL_NAME);
-    if (!id) return R::failure(id.error, id.sys_errno);
-    family_ = id.value;
-  }
-  auto reply = sock_.request(build_eeprom_get(family_, ifname, r));
+  auto reply = client_.request([&](std::uint16_t family) { return build_eeprom_get(family, ifname, r); });
   if (!reply) return R::failure(reply.error, reply.sys_errno);
   return decode_eeprom_reply(reply.value);
 }

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "sources/common/result.h"
-#include "sources/netlink/socket.h"
+#include "sources/netlink/genetlink.h"
 
 namespace rdma::ethtool {
 
@@ -133,20 +133,20 @@ using PageReader = std::function<Result<std::vector<std::uint8_t>>(const PageReq
 // CMIS 11h, SFF-8472 A2h) are read every time.
 Result<ModuleMemory> read_module_pages(const PageReader& read, const ModuleMemory* cached);
 
-// Reads module memory of netdevs by name over its own generic netlink socket ("ethtool" family
-// resolved once). A netdev without a module EEPROM (veth, a driver without get_module_eeprom*)
+// Reads module memory of netdevs by name over the caller's "ethtool" client (kGenlFamily), which
+// outlives it. A netdev without a module EEPROM (veth, a driver without get_module_eeprom*)
 // answers EOPNOTSUPP (kNotSupported); an empty cage typically EIO or ENODEV.
 class ModuleEepromReader {
  public:
-  explicit ModuleEepromReader(std::chrono::milliseconds receive_timeout);
+  explicit ModuleEepromReader(netlink::GenlClient& ethtool) : client_(ethtool) {}
   Result<std::vector<std::uint8_t>> read(const std::string& ifname, const PageRequest& r);
   // read_module_pages() over this netdev's pages.
   Result<ModuleMemory> read_module(const std::string& ifname, const ModuleMemory* cached = nullptr);
-  std::uint64_t requests() const { return sock_.requests(); }
+  // Requests on the client (shared: every reader's of it).
+  std::uint64_t requests() const { return client_.requests(); }
 
  private:
-  netlink::Socket sock_;
-  std::uint16_t family_ = 0;
+  netlink::GenlClient& client_;
 };
 
 }  // namespace rdma::ethtool

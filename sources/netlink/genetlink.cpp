@@ -39,4 +39,20 @@ Result<std::uint16_t> resolve_family(Socket& sock, const std::string& name) {
   return decode_family_id(reply.value);
 }
 
+GenlClient::GenlClient(std::string family, std::chrono::milliseconds receive_timeout)
+    : sock_(NETLINK_GENERIC, receive_timeout), name_(std::move(family)) {}
+
+Result<std::uint16_t> GenlClient::family() {
+  if (family_ != 0) return Result<std::uint16_t>::success(family_);
+  auto id = resolve_family(sock_, name_);
+  if (id) family_ = id.value;
+  return id;
+}
+
+Result<std::vector<std::uint8_t>> GenlClient::request(const std::function<std::vector<std::uint8_t>(std::uint16_t)>& build) {
+  auto id = family();
+  if (!id) return Result<std::vector<std::uint8_t>>::failure(id.error, id.sys_errno);
+  return sock_.request(build(id.value));
+}
+
 }  // namespace rdma::netlink

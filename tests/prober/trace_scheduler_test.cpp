@@ -548,6 +548,21 @@ TEST_CASE("trace_scheduler: /prober/traces needs an authenticated caller, valid 
   CHECK(traces_response(nullptr, false, user).body == "{\"tracing\":false,\"flows\":[],\"truncated\":false}\n");
 }
 
+TEST_CASE("trace_scheduler: /prober/traces answers a query parameter as every extra path does", "[trace]") {
+  Snapshot snap;
+  rdma::exporter::RequestIdentity anon, user;
+  user.basic_auth_user = "ops";
+  CHECK(traces_response(&snap, true, user, false, "").status == 200);
+  CHECK(traces_response(&snap, true, user, false, "&").status == 200);
+  // The path takes no parameter: one a caller means as a filter is refused, not ignored.
+  const auto bad = traces_response(&snap, true, user, false, "device=mlx5_0");
+  CHECK(bad.status == 400);
+  CHECK(bad.body == "unknown parameter `device` (this path takes none)\n");
+  CHECK(traces_response(&snap, true, user, false, "%zz").status == 400);
+  // The access rule first: an anonymous caller learns nothing about the query.
+  CHECK(traces_response(&snap, true, anon, false, "device=mlx5_0").status == 403);
+}
+
 namespace {
 
 // Flow 0 of the rig's link crosses spine a (10.9.1.1), flow 1 spine b (10.9.2.1); both then R

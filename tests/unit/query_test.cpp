@@ -43,6 +43,41 @@ TEST_CASE("parse_query: one policy for every extra path") {
   fails("target=" + std::string(kMaxQueryValue + 1, 'x'), "longer than 1024 bytes");
 }
 
+TEST_CASE("parse_query: a path that takes no parameter refuses every one") {
+  std::string e;
+  CHECK(parse_query("", {}, e));
+  CHECK(parse_query("&&", {}, e));
+  CHECK_FALSE(parse_query("refresh=1", {}, e));
+  CHECK(e == "unknown parameter `refresh` (this path takes none)");
+}
+
+TEST_CASE("query_number and query_guid: the whole value or nothing") {
+  CHECK(query_number("1", 1, 254) == 1u);
+  CHECK(query_number("254", 1, 254) == 254u);
+  CHECK(query_number("0254", 1, 254) == 254u);
+  CHECK_FALSE(query_number("0", 1, 254));
+  CHECK_FALSE(query_number("255", 1, 254));
+  CHECK_FALSE(query_number("", 1, 254));
+  CHECK_FALSE(query_number("+1", 1, 254));
+  CHECK_FALSE(query_number("-1", 0, 254));
+  CHECK_FALSE(query_number(" 1", 1, 254));
+  CHECK_FALSE(query_number("1 ", 1, 254));
+  CHECK_FALSE(query_number("1x", 1, 254));
+  CHECK_FALSE(query_number("0x1", 0, 254));
+  CHECK(query_number("18446744073709551615", 0, ~0ull) == ~0ull);
+  CHECK_FALSE(query_number("18446744073709551616", 0, ~0ull));  // over 64 bits, not wrapped
+
+  CHECK(query_guid("0x0002c90300a1b2c3") == 0x0002c90300a1b2c3ull);
+  CHECK(query_guid("0XFFFFFFFFFFFFFFFF") == ~0ull);
+  CHECK(query_guid("0x1") == 1u);
+  CHECK_FALSE(query_guid("0x"));
+  CHECK_FALSE(query_guid("0x00000000000000001"));  // 17 digits
+  CHECK_FALSE(query_guid("0002c90300a1b2c3"));      // no prefix
+  CHECK_FALSE(query_guid("0x-1"));
+  CHECK_FALSE(query_guid("0x1g"));
+  CHECK_FALSE(query_guid("0x 1"));
+}
+
 TEST_CASE("bad_request: 400 with one line") {
   const auto r = bad_request("no\nsuch\rthing");
   CHECK(r.status == 400);

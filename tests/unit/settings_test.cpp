@@ -10,6 +10,7 @@
 #include "exporter/collector.h"
 #include "exporter/logging.h"
 #include "exporter/options.h"
+#include "tests/lib/temp_tree.h"
 
 using namespace rdma::exporter;
 
@@ -204,4 +205,32 @@ TEST_CASE("settings: every collector's messages name keys that exist") {
     CHECK(m[1] == "collector." + c.collector + "." + c.key);
     CHECK_NOTHROW(cli_of(declared, {"--" + m[1].str() + "=" + c.value}));
   }
+}
+
+// The prober's secret is read through the bounded reader: a file over the bound is refused whole
+// (a wrong path must not become the key), one at the bound is taken.
+TEST_CASE("settings: the prober's secret file has a size bound") {
+  rdma::testing::TempTree t("secret");
+  const std::size_t bound = 64u << 10;
+  t.write("at_bound", std::string(bound, 's'));
+  t.write("over_bound", std::string(bound + 1, 's'));
+  const CollectorDescriptor* d = nullptr;
+  for (const auto* r : registered_collectors())
+    if (r->name == "prober") d = r;
+  REQUIRE(d);
+  const GlobalContext global{"/nonexistent", "/proc"};
+  auto create_error = [&](const std::string& file) {
+    Options o;
+    declare_options(o);
+    o.resolve_yaml_text("", "", cli_of(o, {"--collector.prober.secret-file=" + t.root() + "/" + file}));
+    try {
+      d->create(CollectorSettings(o, "prober"), global);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(create_error("at_bound") == "no error");
+  CHECK(create_error("over_bound") ==
+        "flag --collector.prober.secret-file: " + t.root() + "/over_bound is larger than 65536 bytes");
 }

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "exporter/query.h"
 #include "exporter/text.h"
 
 namespace rdma::collectors::prober {
@@ -78,10 +79,13 @@ void window_answer(std::string& out, const Snapshot& s) {
 }  // namespace
 
 exporter::HttpResponse traces_response(const Snapshot* snap, bool tracing, const exporter::RequestIdentity& who,
-                                       bool allow_unauthenticated) {
+                                       bool allow_unauthenticated, std::string_view query) {
   if (auto refusal = exporter::refuse_unauthenticated(who, allow_unauthenticated, "traces",
                                                       "collectors.prober.traces_allow_unauthenticated"))
     return std::move(*refusal);
+  // No parameter: one a caller believes filters the list would be silently ignored otherwise.
+  std::string error;
+  if (!exporter::parse_query(query, {}, error)) return exporter::bad_request(error);
   std::string out = "{\"tracing\":";
   out += tracing ? "true" : "false";
   out += ',';

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string_view>
 #include <vector>
 
 #include "collectors/prober/engine/engine.h"
@@ -21,7 +22,9 @@ inline constexpr std::size_t kMaxSuspectFlowIds = 64;
 // `snap` null: the prober is not running (an empty list). `tracing` false: tracing is off.
 // The hop addresses map the fabric's routers: the access rule of /probe
 // (exporter::refuse_unauthenticated) first, anonymous callers only when `allow_unauthenticated`.
+// `query` (the raw query string) under the one policy of exporter/query.h: the path takes no
+// parameter, so any is a bad request (400).
 exporter::HttpResponse traces_response(const Snapshot* snap, bool tracing, const exporter::RequestIdentity& who,
-                                       bool allow_unauthenticated = false);
+                                       bool allow_unauthenticated = false, std::string_view query = {});
 
 }  // namespace rdma::collectors::prober

@@ -141,10 +141,9 @@ std::optional<ProbeQuery> parse_probe_query(std::string_view query, std::string&
   if (auto* v = params->get("target")) q.target = *v;
   if (auto* v = params->get("device")) q.device = *v;
   if (auto* v = params->get("port")) {
-    if (v->empty() || v->size() > 3 || v->find_first_not_of("0123456789") != std::string::npos || std::stoi(*v) < 1 ||
-        std::stoi(*v) > 255)
-      return error = "port must be a port number from 1 to 255", std::nullopt;
-    q.port = static_cast<std::uint32_t>(std::stoi(*v));
+    const auto port = exporter::query_number(*v, 1, 255);
+    if (!port) return error = "port must be a port number from 1 to 255", std::nullopt;
+    q.port = static_cast<std::uint32_t>(*port);
   }
   if (q.module.empty()) return error = "parameter `module` is missing", std::nullopt;
   if (q.target.empty()) return error = "parameter `target` is missing", std::nullopt;
