@@ -64,6 +64,7 @@ TEST_CASE("fleet_sim: 64 nodes, full mesh, 4 flows per link: a dead leaf uplink 
   auto c = small(FaultKind::kDeadUplink);
   c.design = Design::kSample;  // 63 peers: under max_peers, every node probes every other
   c.flows = 4;
+  c.horizon_s = 60;
   const FleetResult r = run_fleet(c);
   REQUIRE(r.named_after);
   CHECK(*r.named_after <= 60);
