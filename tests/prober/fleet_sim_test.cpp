@@ -23,8 +23,8 @@ FleetConfig small(FaultKind kind) {
   c.spines = 4;
   c.fault = kind;
   c.seed = 1;
-  c.warmup_s = 120;
-  c.horizon_s = 120;
+  c.warmup_s = 90;
+  c.horizon_s = 90;
   return c;
 }
 
