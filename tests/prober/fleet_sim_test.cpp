@@ -5,7 +5,7 @@
 // "Fleet simulation"): no fault ever makes the rule name a wrong link; a bad NIC and a dead node
 // are blamed on that node within a minute; a fabric link fault is not named by the topology plan
 // at these defaults (one flow per link: a lossy link is read as its peer), while a full mesh with
-// four flows per link names a dead uplink exactly.
+// four flows per link names a dead uplink within a minute, nothing wrong in that minute.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -59,7 +59,7 @@ TEST_CASE("fleet_sim: 64 nodes, topology plan, defaults: no fault names a wrong 
   }
 }
 
-TEST_CASE("fleet_sim: 64 nodes, full mesh, 4 flows per link: a dead leaf uplink is named exactly within a minute",
+TEST_CASE("fleet_sim: 64 nodes, full mesh, 4 flows per link: a dead leaf uplink is named within a minute, no wrong link in that minute",
           "[fleet_sim]") {
   auto c = small(FaultKind::kDeadUplink);
   c.design = Design::kSample;  // 63 peers: under max_peers, every node probes every other
@@ -70,6 +70,8 @@ TEST_CASE("fleet_sim: 64 nodes, full mesh, 4 flows per link: a dead leaf uplink 
   CHECK(*r.named_after <= 60);
   CHECK(r.max_nodes_naming >= 2);
   // Flows that lose only their ACKs over the dead cable pass their fresh traces and name nothing.
+  // Watched longer (120 s), wrong spine -> leaf links are named too (docs/prober.md, Fleet
+  // simulation): this asserts the first minute only.
   INFO("wrong links: " << links(r.wrong_links));
   CHECK_FALSE(r.wrong);
   CHECK(r.exact);
