@@ -40,13 +40,7 @@ const char* design_name(Design d) { return d == Design::kPlan ? "plan" : "sample
 
 namespace {
 
-std::uint64_t mix(std::uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+std::uint64_t mix(std::uint64_t x) { return splitmix64(x); }
 
 // A directed cable: node -> its leaf, leaf -> node, leaf -> spine, spine -> leaf.
 enum : std::uint64_t { kNodeUp = 1, kNodeDown = 2, kLeafUp = 3, kSpineDown = 4 };

@@ -4,10 +4,7 @@
 
 namespace rdma::collectors::prober {
 
-namespace {
-// splitmix64's finalizer: every input bit moves every output bit, so xor-combined keys do not
-// collide in structured ways (leaf names differing in one digit).
-std::uint64_t mix(std::uint64_t x) {
+std::uint64_t splitmix64(std::uint64_t x) {
   x ^= x >> 30;
   x *= 0xbf58476d1ce4e5b9ull;
   x ^= x >> 27;
@@ -15,6 +12,9 @@ std::uint64_t mix(std::uint64_t x) {
   x ^= x >> 31;
   return x;
 }
+
+namespace {
+std::uint64_t mix(std::uint64_t x) { return splitmix64(x); }
 std::uint64_t mix2(std::uint64_t a, std::uint64_t b) { return mix(a ^ mix(b + 0x9e3779b97f4a7c15ull)); }
 }  // namespace
 

@@ -33,6 +33,11 @@
 
 namespace rdma::collectors::prober {
 
+// splitmix64's finalizer: every input bit moves every output bit, so xor-combined keys do not
+// collide in structured ways (leaf names differing in one digit). The plan's seeded choices use
+// it, and so does the fleet simulator's hashing (bench/prober/fleet_sim.cpp).
+std::uint64_t splitmix64(std::uint64_t x);
+
 struct PlanLeaf {
   std::string name;
   std::uint64_t hash = 0;             // of name
