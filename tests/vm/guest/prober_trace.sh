@@ -289,7 +289,7 @@ else
   echo "  A sees: verdicts '$(verdicts "$WORK/ret_a")', rail-1 suspects '${sa:-none}'"
   traces $PORT_A "$WORK/t_ret_a"
   c=$(clean_crossing "$WORK/t_ret_a" rail1)
-  [[ -z $c ]] && ok "A: no suspect that a clean flow crosses (it names at most forward links of the lossy flows' paths)" \
+  [[ -z $c ]] && ok "A: no suspect that a clean flow crosses" \
     || bad "A: clean flows cross suspects: $c"
   a_fresh_cut=$(awk '$1 == "rail1" && $6 != "-" && split($6, h, ",") < 4' "$WORK/t_ret_a" | wc -l)
   ((a_fresh_cut == 0)) && ok "A's fresh traces all pass the spine (nothing stops them: the drop is on the way back)" \
